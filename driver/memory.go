@@ -1,0 +1,146 @@
+package driver
+
+import (
+	"fmt"
+	"unsafe"
+)
+
+// Alloc allocates bytes of device memory. Zero bytes returns the zero
+// Buffer. The memory is not initialized; release it with Free.
+func (c *Context) Alloc(bytes int64) (Buffer, error) {
+	if bytes < 0 {
+		return Buffer{}, fmt.Errorf("driver: Alloc(%d): negative size", bytes)
+	}
+	if bytes == 0 {
+		return Buffer{}, nil
+	}
+	prev, err := c.bind()
+	if err != nil {
+		return Buffer{}, err
+	}
+	defer c.unbind(prev)
+	p, err := cuMemAlloc.out(uintptr(bytes))
+	if err != nil {
+		return Buffer{}, annotate(err, fmt.Sprintf("cuMemAlloc(%d bytes)", bytes), "")
+	}
+	return Buffer{Addr: DevicePtr(p), Size: bytes}, nil
+}
+
+// Free releases memory returned by Alloc. Freeing the zero Buffer does nothing.
+func (c *Context) Free(b Buffer) error {
+	if b.Addr == 0 {
+		return nil
+	}
+	prev, err := c.bind()
+	if err != nil {
+		return err
+	}
+	defer c.unbind(prev)
+	return cuMemFree.do(uintptr(b.Addr))
+}
+
+// CopyHtoD copies src to the start of dst and waits for the copy.
+func (c *Context) CopyHtoD(dst Buffer, src []byte) error {
+	if int64(len(src)) > dst.Size {
+		return errTooSmall("CopyHtoD", int64(len(src)), dst.Size)
+	}
+	if len(src) == 0 {
+		return nil
+	}
+	prev, err := c.bind()
+	if err != nil {
+		return err
+	}
+	defer c.unbind(prev)
+	return cuMemcpyHtoD.call(uintptr(dst.Addr), uintptr(unsafe.Pointer(&src[0])), uintptr(len(src)))
+}
+
+// CopyDtoH copies len(dst) bytes from the start of src into dst and waits
+// for the copy.
+func (c *Context) CopyDtoH(dst []byte, src Buffer) error {
+	if int64(len(dst)) > src.Size {
+		return fmt.Errorf("driver: CopyDtoH: %d bytes requested from a %d-byte buffer", len(dst), src.Size)
+	}
+	if len(dst) == 0 {
+		return nil
+	}
+	prev, err := c.bind()
+	if err != nil {
+		return err
+	}
+	defer c.unbind(prev)
+	return cuMemcpyDtoH.call(uintptr(unsafe.Pointer(&dst[0])), uintptr(src.Addr), uintptr(len(dst)))
+}
+
+// CopyDtoD copies all of src to the start of dst, which must be at least as
+// large, and waits for the copy.
+func (c *Context) CopyDtoD(dst, src Buffer) error {
+	if src.Size > dst.Size {
+		return errTooSmall("CopyDtoD", src.Size, dst.Size)
+	}
+	if src.Size <= 0 {
+		return nil
+	}
+	prev, err := c.bind()
+	if err != nil {
+		return err
+	}
+	defer c.unbind(prev)
+	return cuMemcpyDtoD.do(uintptr(dst.Addr), uintptr(src.Addr), uintptr(src.Size))
+}
+
+// Memset8 sets every byte of dst to v and waits for it.
+func (c *Context) Memset8(dst Buffer, v uint8) error {
+	if dst.Size <= 0 {
+		return nil
+	}
+	prev, err := c.bind()
+	if err != nil {
+		return err
+	}
+	defer c.unbind(prev)
+	return cuMemsetD8.do(uintptr(dst.Addr), uintptr(v), uintptr(dst.Size))
+}
+
+// Memset32 sets every 32-bit word of dst to v and waits for it. dst.Size
+// must be a multiple of 4 (and dst.Addr 4-byte aligned, as the driver
+// requires).
+func (c *Context) Memset32(dst Buffer, v uint32) error {
+	if dst.Size%4 != 0 {
+		return fmt.Errorf("driver: Memset32: buffer size %d is not a multiple of 4", dst.Size)
+	}
+	if dst.Size <= 0 {
+		return nil
+	}
+	prev, err := c.bind()
+	if err != nil {
+		return err
+	}
+	defer c.unbind(prev)
+	return cuMemsetD32.do(uintptr(dst.Addr), uintptr(v), uintptr(dst.Size/4))
+}
+
+// CopyToDevice copies the elements of src to the start of dst. T must be a
+// plain value type (numbers, or arrays and structs of them).
+func CopyToDevice[T any](c *Context, dst Buffer, src []T) error {
+	return c.CopyHtoD(dst, asBytes(src))
+}
+
+// CopyFromDevice fills dst with elements read from the start of src. T must
+// be a plain value type.
+func CopyFromDevice[T any](c *Context, dst []T, src Buffer) error {
+	return c.CopyDtoH(asBytes(dst), src)
+}
+
+// asBytes views the memory of s as bytes.
+func asBytes[T any](s []T) []byte {
+	if len(s) == 0 {
+		return nil
+	}
+	var zero T
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), len(s)*int(unsafe.Sizeof(zero)))
+}
+
+func errTooSmall(op string, n, size int64) error {
+	return fmt.Errorf("driver: %s: %d bytes do not fit in a %d-byte buffer", op, n, size)
+}

@@ -1,0 +1,160 @@
+package driver
+
+import (
+	"bytes"
+	"fmt"
+	"runtime"
+	"strings"
+	"unsafe"
+)
+
+// Module is PTX compiled for the device by the driver's JIT (CUmodule).
+type Module struct {
+	ctx    *Context
+	handle uintptr // CUmodule
+	name   string
+}
+
+// Function is a kernel of a loaded module (CUfunction). It stays valid until
+// its module is unloaded.
+type Function struct {
+	mod    *Module
+	handle uintptr // CUfunction
+	name   string
+}
+
+// jitLogSize is the size of each JIT log buffer: ptxas reports one line per
+// error, and 8 KiB holds the first hundred or so.
+const jitLogSize = 8 << 10
+
+// CUjit_option values.
+const (
+	jitInfoLogBuffer       = 3
+	jitInfoLogBufferBytes  = 4
+	jitErrorLogBuffer      = 5
+	jitErrorLogBufferBytes = 6
+)
+
+// jitOptions is the option block of cuModuleLoadDataEx, in one heap object
+// so that the value array's pointers to the log buffers stay valid.
+type jitOptions struct {
+	keys   [4]uint32  // CUjit_option
+	values [4]uintptr // void*: a pointer or an integer, by option
+	info   [jitLogSize]byte
+	errLog [jitLogSize]byte
+}
+
+// LoadModule JIT-compiles a PTX module; name is used in error messages. It
+// first checks the PTX ISA version against the driver (CheckPTXVersion), so
+// a driver that is too old gets an error that says so. When compilation
+// fails, the *Error's Op is "cuModuleLoadDataEx(<name>)" and its Detail is
+// the JIT error log.
+func (c *Context) LoadModule(name string, ptx []byte) (*Module, error) {
+	if err := CheckPTXVersion(ptx, driverVersion); err != nil {
+		return nil, err
+	}
+	image := make([]byte, len(ptx)+1) // the driver reads PTX as a NUL-terminated string
+	copy(image, ptx)
+
+	opts := new(jitOptions)
+	opts.keys = [4]uint32{jitInfoLogBuffer, jitInfoLogBufferBytes, jitErrorLogBuffer, jitErrorLogBufferBytes}
+	// The values point into opts itself, which the call keeps alive and the
+	// pinner keeps in place while the driver holds them.
+	opts.values = [4]uintptr{
+		uintptr(unsafe.Pointer(&opts.info[0])), jitLogSize,
+		uintptr(unsafe.Pointer(&opts.errLog[0])), jitLogSize,
+	}
+	var pin runtime.Pinner
+	pin.Pin(opts)
+	defer pin.Unpin()
+
+	prev, err := c.bind()
+	if err != nil {
+		return nil, err
+	}
+	defer c.unbind(prev)
+	h := new(uintptr)
+	err = cuModuleLoadDataEx.call(uintptr(unsafe.Pointer(h)), uintptr(unsafe.Pointer(&image[0])),
+		uintptr(len(opts.keys)), uintptr(unsafe.Pointer(&opts.keys[0])), uintptr(unsafe.Pointer(&opts.values[0])))
+	if err != nil {
+		return nil, annotate(err, "cuModuleLoadDataEx("+name+")", logText(opts.errLog[:]))
+	}
+	return &Module{ctx: c, handle: *h, name: name}, nil
+}
+
+// logText returns the text of a NUL-terminated log buffer.
+func logText(b []byte) string {
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i]
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// Function looks up a kernel by its entry name.
+func (m *Module) Function(name string) (*Function, error) {
+	if m.handle == 0 {
+		return nil, fmt.Errorf("driver: module %s is unloaded", m.name)
+	}
+	prev, err := m.ctx.bind()
+	if err != nil {
+		return nil, err
+	}
+	defer m.ctx.unbind(prev)
+	cname := append([]byte(name), 0)
+	h := new(uintptr)
+	if err := cuModuleGetFunction.call(uintptr(unsafe.Pointer(h)), m.handle, uintptr(unsafe.Pointer(&cname[0]))); err != nil {
+		return nil, annotate(err, "cuModuleGetFunction("+name+")", "module "+m.name)
+	}
+	return &Function{mod: m, handle: *h, name: name}, nil
+}
+
+// Unload releases the module. Its functions must not be used afterwards.
+// Unloading an unloaded module does nothing.
+func (m *Module) Unload() error {
+	if m.handle == 0 {
+		return nil
+	}
+	prev, err := m.ctx.bind()
+	if err != nil {
+		return err
+	}
+	defer m.ctx.unbind(prev)
+	if err := cuModuleUnload.do(m.handle); err != nil {
+		return err
+	}
+	m.handle = 0
+	return nil
+}
+
+// Name returns the kernel's entry name.
+func (f *Function) Name() string { return f.name }
+
+// SetMaxDynamicSharedMem allows launches of f to request up to bytes of
+// dynamic shared memory, which beyond 48 KiB must be enabled explicitly.
+func (f *Function) SetMaxDynamicSharedMem(bytes int) error {
+	const maxDynamicSharedSizeBytes = 8 // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+	prev, err := f.mod.ctx.bind()
+	if err != nil {
+		return err
+	}
+	defer f.mod.ctx.unbind(prev)
+	if err := cuFuncSetAttribute.do(f.handle, maxDynamicSharedSizeBytes, uintptr(bytes)); err != nil {
+		return annotate(err, fmt.Sprintf("cuFuncSetAttribute(%s, max dynamic shared memory %d bytes)", f.name, bytes), "")
+	}
+	return nil
+}
+
+// MaxActiveBlocksPerSM returns how many blocks of block threads, each using
+// dynSmem bytes of dynamic shared memory, one multiprocessor holds at once.
+func (f *Function) MaxActiveBlocksPerSM(block int, dynSmem int) (int, error) {
+	prev, err := f.mod.ctx.bind()
+	if err != nil {
+		return 0, err
+	}
+	defer f.mod.ctx.unbind(prev)
+	n, err := cuOccupancyMaxActiveBlocksPerMultiprocessor.out(f.handle, uintptr(block), uintptr(dynSmem))
+	if err != nil {
+		return 0, annotate(err, fmt.Sprintf("cuOccupancyMaxActiveBlocksPerMultiprocessor(%s, block %d, smem %d)", f.name, block, dynSmem), "")
+	}
+	return int(int32(n)), nil
+}
