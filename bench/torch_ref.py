@@ -1,0 +1,149 @@
+#!/usr/bin/env python3
+"""Times PyTorch's own backward for every benchmark case of baracuda-go.
+
+Prints one JSON object per line: {"case", "op", "dtype", "us", "gbps"}, with the
+same case names and the same minimal-traffic model as `baracuda bench`
+(bench/README.md). Only the backward is timed: the forward graph is built once
+and torch.autograd.grad replays it with retain_graph=True. Gradients PyTorch
+returns as broadcast (stride-0) views are made contiguous inside the timed
+region, because baracuda writes a dense dx.
+
+usage: python3 bench/torch_ref.py [substring-filter]
+"""
+import json
+import sys
+
+import torch
+import torch.nn.functional as F
+
+DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16, "f64": torch.float64}
+BINARY = ["add", "sub", "mul", "div", "maximum", "minimum", "pow", "atan2", "hypot", "lerp"]
+REDUCE = ["sum", "mean", "max", "min", "prod", "norm2", "logsumexp", "var", "std"]
+SCAN = ["cumsum", "cumprod", "cummax", "cummin", "logcumsumexp"]
+
+
+def median_us(fn, iters=20, warmup=3):
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    samples = []
+    for _ in range(iters):
+        begin = torch.cuda.Event(enable_timing=True)
+        finish = torch.cuda.Event(enable_timing=True)
+        begin.record()
+        fn()
+        finish.record()
+        finish.synchronize()
+        samples.append(begin.elapsed_time(finish) * 1e3)
+    samples.sort()
+    return samples[len(samples) // 2]
+
+
+def backward_of(out, leaves, dense=False):
+    grad_out = torch.randn_like(out)
+
+    def step():
+        grads = torch.autograd.grad(out, leaves, grad_out, retain_graph=True)
+        if dense:
+            grads = [g.contiguous() for g in grads]
+        return grads
+
+    return step
+
+
+def positive(n, dt):
+    return (torch.randn(n, device="cuda", dtype=dt).abs() + 0.5).requires_grad_()
+
+
+def binary_case(op, dt):
+    n = 1 << 24
+    a, b = positive(n, dt), positive(n, dt)
+    forward = {
+        "add": lambda: a + b, "sub": lambda: a - b, "mul": lambda: a * b, "div": lambda: a / b,
+        "maximum": lambda: torch.maximum(a, b), "minimum": lambda: torch.minimum(a, b),
+        "pow": lambda: a.pow(b), "atan2": lambda: torch.atan2(a, b), "hypot": lambda: torch.hypot(a, b),
+        "lerp": lambda: torch.lerp(a, b, 0.3),
+    }[op]
+    elems = 3 * n if op in ("add", "sub", "lerp") else 5 * n
+    return backward_of(forward(), (a, b)), elems
+
+
+def reduce_case(op, dt, axis):
+    shape = (4096, 4096)
+    x = torch.randn(*shape, device="cuda", dtype=dt)
+    if op == "prod":
+        x = x.abs() + 0.5
+    x.requires_grad_()
+    forward = {
+        "sum": lambda: x.sum(axis, keepdim=True), "mean": lambda: x.mean(axis, keepdim=True),
+        "max": lambda: x.amax(axis, keepdim=True), "min": lambda: x.amin(axis, keepdim=True),
+        "prod": lambda: x.prod(axis, keepdim=True),
+        "norm2": lambda: torch.linalg.vector_norm(x, 2, dim=axis, keepdim=True),
+        "logsumexp": lambda: torch.logsumexp(x, axis, keepdim=True),
+        "var": lambda: x.var(axis, keepdim=True), "std": lambda: x.std(axis, keepdim=True),
+    }[op]
+    out = forward()
+    n, m = x.numel(), out.numel()
+    elems = n + m if op in ("sum", "mean") else 2 * n + 2 * m
+    return backward_of(out, (x,), dense=True), elems
+
+
+def scan_case(op, dt, axis):
+    x = torch.randn(4096, 4096, device="cuda", dtype=dt)
+    if op == "cumprod":
+        x = 1.0 + 0.001 * x
+    x.requires_grad_()
+    forward = {
+        "cumsum": lambda: x.cumsum(axis), "cumprod": lambda: x.cumprod(axis),
+        "cummax": lambda: x.cummax(axis)[0], "cummin": lambda: x.cummin(axis)[0],
+        "logcumsumexp": lambda: torch.logcumsumexp(x, axis),
+    }[op]
+    per = {"cumsum": 2, "cummax": 3, "cummin": 3, "cumprod": 4, "logcumsumexp": 4}[op]
+    return backward_of(forward(), (x,)), per * x.numel()
+
+
+def lppool_case(dims, dt, shape, k, s):
+    x = torch.randn(*shape, device="cuda", dtype=dt).requires_grad_()
+    out = F.lp_pool2d(x, 2.0, k, s) if dims == 2 else F.lp_pool1d(x, 2.0, k, s)
+    return backward_of(out, (x,)), 2 * x.numel() + 2 * out.numel()
+
+
+def all_cases():
+    for dt in ("f32", "bf16", "f16", "f64"):
+        for op in BINARY:
+            yield f"binary/{op}/{dt}/n{1 << 24}", op, dt, lambda op=op, dt=dt: binary_case(op, DTYPES[dt])
+    for dt in ("f32", "bf16"):
+        for axis in (1, 0):
+            for op in REDUCE:
+                yield (f"reduce/{op}/{dt}/4096x4096/axis{axis}", op, dt,
+                       lambda op=op, dt=dt, axis=axis: reduce_case(op, DTYPES[dt], axis))
+            for op in SCAN:
+                yield (f"scan/{op}/{dt}/4096x4096/axis{axis}", op, dt,
+                       lambda op=op, dt=dt, axis=axis: scan_case(op, DTYPES[dt], axis))
+        for k in (2, 3):
+            yield (f"lppool2d/p2/{dt}/32x64x128x128/k{k}s2", "lppool2d", dt,
+                   lambda dt=dt, k=k: lppool_case(2, DTYPES[dt], (32, 64, 128, 128), k, 2))
+        yield (f"lppool1d/p2/{dt}/64x256x4096/k4s4", "lppool1d", dt,
+               lambda dt=dt: lppool_case(1, DTYPES[dt], (64, 256, 4096), 4, 4))
+
+
+def main():
+    pattern = sys.argv[1] if len(sys.argv) > 1 else ""
+    torch.manual_seed(0)
+    for name, op, dt, build in all_cases():
+        if pattern not in name:
+            continue
+        row = {"case": name, "op": op, "dtype": dt}
+        try:
+            step, elems = build()
+            us = median_us(step)
+            size = torch.tensor([], dtype=DTYPES[dt]).element_size()
+            row.update(us=round(us, 2), gbps=round(elems * size / us / 1e3, 1))
+        except Exception as exc:  # an op PyTorch lacks for a dtype is reported, not fatal
+            row["error"] = str(exc)[:200]
+        print(json.dumps(row), flush=True)
+        torch.cuda.empty_cache()
+
+
+if __name__ == "__main__":
+    main()

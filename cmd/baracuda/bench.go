@@ -1,0 +1,271 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/baracuda-go/baracuda/driver"
+	"github.com/baracuda-go/baracuda/internal/dtype"
+)
+
+// benchCase is one line of bench/README.md: a name, the minimal traffic in
+// elements (each input read once, each output written once) and a setup
+// that uploads inputs once and returns the timed launch.
+type benchCase struct {
+	name  string
+	op    string
+	dt    dtype.DType
+	elems int64 // minimal-traffic model, in elements of dt
+	setup func(b *benchEnv) (run func() error, err error)
+}
+
+// benchEnv owns the device memory of one case.
+type benchEnv struct {
+	ctx    *driver.Context
+	stream *driver.Stream
+	rng    *rand.Rand
+	bufs   []driver.Buffer
+}
+
+func (b *benchEnv) free() {
+	for _, buf := range b.bufs {
+		_ = b.ctx.Free(buf)
+	}
+	b.bufs = nil
+}
+
+// upload allocates n elements of dt and fills them with gen(i) (inputs are
+// made on the host once and never timed).
+func (b *benchEnv) upload(dt dtype.DType, n int64, gen func() float64) (driver.Buffer, error) {
+	buf, err := b.ctx.Alloc(n * int64(dt.Size()))
+	if err != nil {
+		return buf, err
+	}
+	b.bufs = append(b.bufs, buf)
+	if gen == nil {
+		return buf, b.ctx.Memset8(buf, 0)
+	}
+	vals := make([]float64, n)
+	for i := range vals {
+		vals[i] = gen()
+	}
+	return buf, b.ctx.CopyHtoD(buf, dtype.Encode(dt, vals))
+}
+
+func (b *benchEnv) normal() float64 { return b.rng.NormFloat64() }
+
+// positive is |N(0,1)| + 0.5, the binary cases' inputs.
+func (b *benchEnv) positive() float64 {
+	v := b.rng.NormFloat64()
+	if v < 0 {
+		v = -v
+	}
+	return v + 0.5
+}
+
+// nearOne is 1 + 0.001*N(0,1), for products that must neither vanish nor overflow.
+func (b *benchEnv) nearOne() float64 { return 1 + 0.001*b.rng.NormFloat64() }
+
+// benchCases is filled by each family's bench file.
+var benchCases []benchCase
+
+type benchResult struct {
+	Case    string  `json:"case"`
+	Op      string  `json:"op"`
+	DType   string  `json:"dtype"`
+	US      float64 `json:"us"`
+	GBps    float64 `json:"gbps"`
+	CopyPct float64 `json:"copy_pct"`
+	Error   string  `json:"error,omitempty"`
+}
+
+func runBench(w io.Writer, args []string) error {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	filter := fs.String("filter", "", "run only cases whose name contains this")
+	asJSON := fs.Bool("json", false, "print one JSON line per case")
+	iters := fs.Int("iters", 20, "timed runs per case (the median is reported)")
+	device := fs.Int("device", 0, "GPU ordinal")
+	list := fs.Bool("list", false, "list the case names and exit")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var cases []benchCase
+	for _, c := range benchCases {
+		if strings.Contains(c.name, *filter) {
+			cases = append(cases, c)
+		}
+	}
+	if *list {
+		for _, c := range cases {
+			fmt.Fprintln(w, c.name)
+		}
+		return nil
+	}
+	if err := driver.Load(); err != nil {
+		return err
+	}
+	dev, err := driver.GetDevice(*device)
+	if err != nil {
+		return err
+	}
+	ctx, err := dev.Context()
+	if err != nil {
+		return err
+	}
+	stream, err := ctx.NewStream()
+	if err != nil {
+		return err
+	}
+	defer stream.Destroy()
+	t := &timer{ctx: ctx, stream: stream, iters: *iters}
+	copyGBps, err := t.copyBandwidth()
+	if err != nil {
+		return fmt.Errorf("copy bandwidth: %w", err)
+	}
+	name, _ := dev.Name()
+	progress := isTerminal(os.Stderr)
+	var tw *tabwriter.Writer
+	if *asJSON {
+		line, _ := json.Marshal(map[string]any{"device": name, "copy_gbps": round1(copyGBps)})
+		fmt.Fprintln(w, string(line))
+	} else {
+		fmt.Fprintf(w, "device: %s; device-to-device copy: %.0f GB/s (read + write)\n\n", name, copyGBps)
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "case\tus\tGB/s\t% copy\t")
+	}
+	failed := 0
+	for i, c := range cases {
+		if progress {
+			fmt.Fprintf(os.Stderr, "\r\033[K[%d/%d] %s", i+1, len(cases), c.name)
+		}
+		r := benchResult{Case: c.name, Op: c.op, DType: c.dt.Suffix()}
+		us, err := t.timeCase(c)
+		if err != nil {
+			r.Error = err.Error()
+			failed++
+		} else {
+			r.US = round2(us)
+			r.GBps = round1(float64(c.elems) * float64(c.dt.Size()) / us / 1e3)
+			r.CopyPct = round1(100 * r.GBps / copyGBps)
+		}
+		if *asJSON {
+			line, _ := json.Marshal(r)
+			fmt.Fprintln(w, string(line))
+		} else if r.Error != "" {
+			fmt.Fprintf(tw, "%s\terror: %s\t\t\t\n", r.Case, r.Error)
+		} else {
+			fmt.Fprintf(tw, "%s\t%.1f\t%.0f\t%.0f%%\t\n", r.Case, r.US, r.GBps, r.CopyPct)
+		}
+	}
+	if progress {
+		fmt.Fprint(os.Stderr, "\r\033[K")
+	}
+	if tw != nil {
+		tw.Flush()
+	}
+	if failed > 0 {
+		return fmt.Errorf("bench: %d cases failed", failed)
+	}
+	return nil
+}
+
+// timer times launches with CUDA events on one stream.
+type timer struct {
+	ctx    *driver.Context
+	stream *driver.Stream
+	iters  int
+}
+
+// median times fn iters times after three warm-up runs and returns the
+// median in microseconds.
+func (t *timer) median(fn func() error) (float64, error) {
+	start, err := t.ctx.NewEvent()
+	if err != nil {
+		return 0, err
+	}
+	defer start.Destroy()
+	end, err := t.ctx.NewEvent()
+	if err != nil {
+		return 0, err
+	}
+	defer end.Destroy()
+	for i := 0; i < 3; i++ {
+		if err := fn(); err != nil {
+			return 0, err
+		}
+	}
+	if err := t.stream.Synchronize(); err != nil {
+		return 0, err
+	}
+	times := make([]float64, 0, t.iters)
+	for i := 0; i < t.iters; i++ {
+		if err := start.Record(t.stream); err != nil {
+			return 0, err
+		}
+		if err := fn(); err != nil {
+			return 0, err
+		}
+		if err := end.Record(t.stream); err != nil {
+			return 0, err
+		}
+		if err := end.Synchronize(); err != nil {
+			return 0, err
+		}
+		ms, err := driver.ElapsedMs(start, end)
+		if err != nil {
+			return 0, err
+		}
+		times = append(times, float64(ms)*1000)
+	}
+	sort.Float64s(times)
+	return times[len(times)/2], nil
+}
+
+func (t *timer) timeCase(c benchCase) (float64, error) {
+	env := &benchEnv{ctx: t.ctx, stream: t.stream, rng: rand.New(rand.NewPCG(7, 11))}
+	defer env.free()
+	run, err := c.setup(env)
+	if err != nil {
+		return 0, err
+	}
+	return t.median(run)
+}
+
+// copyBandwidth measures a 512 MiB device-to-device copy, counting bytes
+// read plus bytes written, in GB/s.
+func (t *timer) copyBandwidth() (float64, error) {
+	const size = 512 << 20
+	src, err := t.ctx.Alloc(size)
+	if err != nil {
+		return 0, err
+	}
+	defer t.ctx.Free(src)
+	dst, err := t.ctx.Alloc(size)
+	if err != nil {
+		return 0, err
+	}
+	defer t.ctx.Free(dst)
+	if err := t.ctx.Memset8(src, 1); err != nil {
+		return 0, err
+	}
+	us, err := t.median(func() error { return t.stream.CopyDtoDAsync(dst, src) })
+	if err != nil {
+		return 0, err
+	}
+	return 2 * size / us / 1e3, nil
+}
+
+func round1(v float64) float64 { return float64(int64(v*10+0.5)) / 10 }
+func round2(v float64) float64 { return float64(int64(v*100+0.5)) / 100 }
+
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

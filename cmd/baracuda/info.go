@@ -1,0 +1,89 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/baracuda-go/baracuda/driver"
+	"github.com/baracuda-go/baracuda/kernels/ptx"
+	"github.com/baracuda-go/baracuda/ops"
+)
+
+// minCC is the lowest compute capability the PTX targets (compute_70).
+const minCCMajor, minCCMinor = ops.MinComputeMajor, ops.MinComputeMinor
+
+func runInfo(w io.Writer, args []string) error {
+	fs := flag.NewFlagSet("info", flag.ContinueOnError)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	counts := map[string]int{}
+	for _, k := range ops.Kernels() {
+		counts[k.Family]++
+	}
+	driverVersion := 0
+	if err := driver.Load(); err != nil {
+		fmt.Fprintf(w, "driver: not available: %v\n", err)
+	} else if v, err := driver.Version(); err != nil {
+		fmt.Fprintf(w, "driver: version unknown: %v\n", err)
+	} else {
+		driverVersion = v
+		fmt.Fprintf(w, "driver: CUDA %s (%d)\n", driver.FormatCUDAVersion(v), v)
+		if err := printDevices(w); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintln(w, "\nembedded PTX modules:")
+	for _, fam := range ptx.Families() {
+		src, err := ptx.Module(fam)
+		if err != nil {
+			return err
+		}
+		maj, min, err := driver.PTXVersion(src)
+		if err != nil {
+			return fmt.Errorf("module %s: %w", fam, err)
+		}
+		target, _ := driver.PTXTarget(src)
+		need, _ := driver.MinDriverForPTX(maj, min)
+		jit := "no driver to ask"
+		if driverVersion > 0 {
+			if err := driver.CheckPTXVersion(src, driverVersion); err != nil {
+				jit = "NO: " + err.Error()
+			} else {
+				jit = "yes"
+			}
+		}
+		fmt.Fprintf(w, "  %-8s PTX ISA %d.%d, %s, needs CUDA %s+, %3d kernels, this driver can JIT it: %s\n",
+			fam, maj, min, target, driver.FormatCUDAVersion(need), counts[fam], jit)
+	}
+	fmt.Fprintf(w, "  %d kernels in all\n", len(ops.Kernels()))
+	return nil
+}
+
+func printDevices(w io.Writer) error {
+	n, err := driver.DeviceCount()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		fmt.Fprintln(w, "GPUs: none")
+	}
+	for i := 0; i < n; i++ {
+		d, err := driver.GetDevice(i)
+		if err != nil {
+			return err
+		}
+		name, _ := d.Name()
+		maj, min, _ := d.ComputeCapability()
+		sms, _ := d.SMCount()
+		mem, _ := d.TotalMem()
+		supported := "supported"
+		if err := driver.CheckComputeCapability(maj, min, minCCMajor, minCCMinor); err != nil {
+			supported = err.Error()
+		}
+		fmt.Fprintf(w, "GPU %d: %s, compute capability %d.%d, %d SMs, %.1f GiB (%s)\n",
+			i, name, maj, min, sms, float64(mem)/(1<<30), supported)
+	}
+	return nil
+}

@@ -1,0 +1,70 @@
+// Shared device code for every family: dtype plumbing (storage type <->
+// opmath), math overloads for float and double, grid-stride indexing and
+// 16-byte vector access.
+#pragma once
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+
+typedef long long i64;
+
+#define BC_MAX_RANK 8
+
+// OpMath is the type arithmetic happens in: f16 and bf16 compute in float
+// and are rounded once when stored; f32 in float; f64 in double.
+template <typename T> struct OpMath { typedef T type; };
+template <> struct OpMath<__half> { typedef float type; };
+template <> struct OpMath<__nv_bfloat16> { typedef float type; };
+
+__device__ __forceinline__ float to_op(__half v) { return __half2float(v); }
+__device__ __forceinline__ float to_op(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ __forceinline__ float to_op(float v) { return v; }
+__device__ __forceinline__ double to_op(double v) { return v; }
+
+template <typename T> __device__ __forceinline__ T from_op(typename OpMath<T>::type v);
+template <> __device__ __forceinline__ __half from_op<__half>(float v) { return __float2half_rn(v); }
+template <> __device__ __forceinline__ __nv_bfloat16 from_op<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+template <> __device__ __forceinline__ float from_op<float>(float v) { return v; }
+template <> __device__ __forceinline__ double from_op<double>(double v) { return v; }
+
+// Precise (not fast-math) library calls, overloaded so that one functor body
+// serves float and double opmath.
+__device__ __forceinline__ float bc_pow(float a, float b) { return powf(a, b); }
+__device__ __forceinline__ double bc_pow(double a, double b) { return pow(a, b); }
+__device__ __forceinline__ float bc_log(float a) { return logf(a); }
+__device__ __forceinline__ double bc_log(double a) { return log(a); }
+__device__ __forceinline__ float bc_exp(float a) { return expf(a); }
+__device__ __forceinline__ double bc_exp(double a) { return exp(a); }
+__device__ __forceinline__ float bc_sqrt(float a) { return sqrtf(a); }
+__device__ __forceinline__ double bc_sqrt(double a) { return sqrt(a); }
+__device__ __forceinline__ float bc_hypot(float a, float b) { return hypotf(a, b); }
+__device__ __forceinline__ double bc_hypot(double a, double b) { return hypot(a, b); }
+__device__ __forceinline__ float bc_log1p(float a) { return log1pf(a); }
+__device__ __forceinline__ double bc_log1p(double a) { return log1p(a); }
+__device__ __forceinline__ float bc_fabs(float a) { return fabsf(a); }
+__device__ __forceinline__ double bc_fabs(double a) { return fabs(a); }
+template <typename M> __device__ __forceinline__ bool bc_isnan(M a) { return a != a; }
+template <typename M> __device__ __forceinline__ M bc_inf() { return M(1) / M(0); }
+template <typename M> __device__ __forceinline__ M bc_nan() { return M(0) / M(0); }
+
+__device__ __forceinline__ i64 global_tid() { return (i64)blockIdx.x * blockDim.x + threadIdx.x; }
+__device__ __forceinline__ i64 grid_threads() { return (i64)gridDim.x * blockDim.x; }
+
+// Pack is 16 bytes of T, moved with one 128-bit load or store.
+template <typename T> struct __align__(16) Pack {
+	static constexpr int N = 16 / sizeof(T);
+	T v[N];
+};
+
+template <typename T> __device__ __forceinline__ Pack<T> load_pack(const T* p) {
+	// Read-only cache path; p is 16-byte aligned (the launcher checks).
+	uint4 r = __ldg(reinterpret_cast<const uint4*>(p));
+	Pack<T> out;
+	memcpy(&out, &r, 16);
+	return out;
+}
+
+template <typename T> __device__ __forceinline__ void store_pack(T* p, const Pack<T>& v) {
+	uint4 r;
+	memcpy(&r, &v, 16);
+	*reinterpret_cast<uint4*>(p) = r;
+}

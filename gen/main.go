@@ -1,0 +1,271 @@
+// Command gen turns the spec table into CUDA instantiations, PTX modules, the
+// Go support table and README's support matrix.
+//
+//	go run ./gen           regenerate everything (needs nvcc 11.8)
+//	go run ./gen -check    regenerate in memory; fail if any committed file differs
+//	go run ./gen -verify   run ptxas on every committed module for sm_70, sm_80, sm_90;
+//	                       fail on errors or register spills
+//
+// The PTX is produced by Debian bookworm's nvcc 11.8 (PTX ISA 7.8), which
+// every driver since R520 can JIT-compile; scripts/install-nvcc.sh installs it.
+package main
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// nvccRelease is the only nvcc release whose output is committed: a newer
+// one writes a newer PTX ISA that older drivers refuse.
+const nvccRelease = "release 11.8"
+
+// nvccArgs are the flags for every module. compute_70 serves all dtypes
+// (bf16 converts through f32 in software there); precise math is kept on
+// purpose: the tests compare against a float64 reference in ulps.
+var nvccArgs = []string{"-ptx", "-arch=compute_70", "-O3", "-std=c++14", "-Xcompiler", "-fno-strict-aliasing"}
+
+// verifyArchs are the real architectures ptxas must accept every module for.
+var verifyArchs = []string{"sm_70", "sm_80", "sm_90"}
+
+func main() {
+	check := flag.Bool("check", false, "regenerate in memory and fail if any committed file differs")
+	verify := flag.Bool("verify", false, "run ptxas on every committed PTX module")
+	flag.Parse()
+	root, err := repoRoot()
+	if err != nil {
+		fatal(err)
+	}
+	switch {
+	case *verify:
+		err = verifyPTX(root)
+	default:
+		err = generate(root, *check)
+	}
+	if err != nil {
+		fatal(err)
+	}
+}
+
+func fatal(err error) {
+	fmt.Fprintln(os.Stderr, "gen:", err)
+	os.Exit(1)
+}
+
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// generate builds every output in memory, then writes them, or with check
+// compares them with the files on disk.
+func generate(root string, check bool) error {
+	version, err := nvccVersion()
+	if err != nil {
+		return err
+	}
+	outputs := map[string][]byte{}
+	for _, f := range families {
+		if err := f.validate(); err != nil {
+			return err
+		}
+		cu := f.instantiations()
+		outputs[filepath.Join("gen", "z"+f.Name+".cu")] = cu
+		ptx, err := f.compile(root, cu, version)
+		if err != nil {
+			return err
+		}
+		outputs[filepath.Join("kernels", "ptx", f.Name+".ptx")] = ptx
+	}
+	outputs[filepath.Join("ops", "zkernels.go")] = goTable()
+	readme, err := readmeWithMatrix(root)
+	if err != nil {
+		return err
+	}
+	outputs["README.md"] = readme
+
+	names := make([]string, 0, len(outputs))
+	for n := range outputs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var stale []string
+	for _, n := range names {
+		path := filepath.Join(root, n)
+		old, _ := os.ReadFile(path)
+		if bytes.Equal(old, outputs[n]) {
+			continue
+		}
+		if check {
+			stale = append(stale, n)
+			continue
+		}
+		if err := os.WriteFile(path, outputs[n], 0o644); err != nil {
+			return err
+		}
+		fmt.Println("gen: wrote", n)
+	}
+	if err := checkNoStrayModules(root, check); err != nil {
+		return err
+	}
+	if len(stale) > 0 {
+		return fmt.Errorf("generated files are stale (run `go run ./gen` and commit): %s", strings.Join(stale, ", "))
+	}
+	if check {
+		fmt.Printf("gen: %d generated files match the spec and nvcc %s\n", len(names), version)
+	}
+	return nil
+}
+
+// checkNoStrayModules fails when kernels/ptx holds a module that no family
+// generates: it would be embedded but never checked.
+func checkNoStrayModules(root string, check bool) error {
+	known := map[string]bool{}
+	for _, f := range families {
+		known[f.Name+".ptx"] = true
+	}
+	entries, err := os.ReadDir(filepath.Join(root, "kernels", "ptx"))
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".ptx") && !known[e.Name()] {
+			if !check {
+				if err := os.Remove(filepath.Join(root, "kernels", "ptx", e.Name())); err != nil {
+					return err
+				}
+				fmt.Println("gen: removed", e.Name())
+				continue
+			}
+			return fmt.Errorf("kernels/ptx/%s belongs to no family of the spec", e.Name())
+		}
+	}
+	return nil
+}
+
+func nvccVersion() (string, error) {
+	out, err := exec.Command("nvcc", "--version").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("nvcc not found or failed (%v): install it with scripts/install-nvcc.sh", err)
+	}
+	m := regexp.MustCompile(`release (\d+\.\d+), V([\d.]+)`).FindStringSubmatch(string(out))
+	if m == nil {
+		return "", fmt.Errorf("cannot read nvcc's version from %q", out)
+	}
+	if "release "+m[1] != nvccRelease {
+		return "", fmt.Errorf("nvcc %s found, but the committed PTX is made by nvcc %s (PTX ISA 7.8, accepted by drivers since R520): install it with scripts/install-nvcc.sh", m[2], nvccRelease)
+	}
+	return m[2], nil
+}
+
+// compile runs nvcc on the family's instantiation file and prefixes the PTX
+// with a header recording the source hash and the compiler.
+func (f *Family) compile(root string, cu []byte, version string) ([]byte, error) {
+	tmp, err := os.MkdirTemp("", "baracuda-gen-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	// nvcc reads the instantiations from a temporary copy so that -check
+	// never needs to write into the tree; includes resolve through -I gen.
+	src := filepath.Join(tmp, "z"+f.Name+".cu")
+	if err := os.WriteFile(src, cu, 0o644); err != nil {
+		return nil, err
+	}
+	out := filepath.Join(tmp, f.Name+".ptx")
+	args := append(append([]string{}, nvccArgs...), "-I", filepath.Join(root, "gen"), "-o", out, src)
+	cmd := exec.Command("nvcc", args...)
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("nvcc failed on family %s: %v\n%s", f.Name, err, msg)
+	}
+	ptx, err := os.ReadFile(out)
+	if err != nil {
+		return nil, err
+	}
+	hash, err := f.sourceHash(root, cu)
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "// Code generated by \"go run ./gen\" from gen/%s and gen/z%s.cu; DO NOT EDIT.\n", f.Header, f.Name)
+	fmt.Fprintf(&b, "// baracuda module: %s\n", f.Name)
+	fmt.Fprintf(&b, "// source sha256: %s\n", hash)
+	fmt.Fprintf(&b, "// nvcc: %s (%s)\n", version, nvccRelease)
+	fmt.Fprintf(&b, "// command: nvcc %s -I gen -o kernels/ptx/%s.ptx gen/z%s.cu\n", strings.Join(nvccArgs, " "), f.Name, f.Name)
+	b.Write(ptx)
+	return b.Bytes(), nil
+}
+
+// sourceHash covers every CUDA source the module is built from.
+func (f *Family) sourceHash(root string, cu []byte) (string, error) {
+	h := sha256.New()
+	for _, name := range []string{"common.cuh", f.Header} {
+		src, err := os.ReadFile(filepath.Join(root, "gen", name))
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(h, "%s %d\n", name, len(src))
+		h.Write(src)
+	}
+	fmt.Fprintf(h, "z%s.cu %d\n", f.Name, len(cu))
+	h.Write(cu)
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// verifyPTX assembles every committed module for each target architecture.
+func verifyPTX(root string) error {
+	if _, err := exec.LookPath("ptxas"); err != nil {
+		return errors.New("ptxas not found: install it with scripts/install-nvcc.sh")
+	}
+	spill := regexp.MustCompile(`(\d+) bytes spill stores, (\d+) bytes spill loads`)
+	failed := 0
+	for _, f := range families {
+		path := filepath.Join(root, "kernels", "ptx", f.Name+".ptx")
+		for _, arch := range verifyArchs {
+			cmd := exec.Command("ptxas", "-arch="+arch, "-v", "-o", os.DevNull, path)
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				fmt.Printf("ptx:verify: %s %s: ptxas failed: %v\n%s\n", f.Name, arch, err, out)
+				failed++
+				continue
+			}
+			spills := 0
+			for _, m := range spill.FindAllStringSubmatch(string(out), -1) {
+				if m[1] != "0" || m[2] != "0" {
+					spills++
+				}
+			}
+			if spills > 0 {
+				fmt.Printf("ptx:verify: %s %s: %d kernels spill registers\n%s\n", f.Name, arch, spills, out)
+				failed++
+				continue
+			}
+			fmt.Printf("ptx:verify: %s %s ok (%d kernels, no spills)\n", f.Name, arch, strings.Count(string(out), "Compiling entry function"))
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("ptx:verify: %d module/architecture pairs failed", failed)
+	}
+	return nil
+}

@@ -1,0 +1,61 @@
+package main
+
+import "github.com/baracuda-go/baracuda/internal/dtype"
+
+// The spec table: every kernel the library ships is one (family, op, dtype,
+// variant) row below. The generator turns it into the extern "C"
+// instantiations compiled by nvcc (gen/z<family>.cu), the Go support table
+// (ops/zkernels.go) and README's support matrix. Adding an op is one Op row
+// plus its device functor in the family's .cuh and its reference in
+// internal/ref.
+
+// Param is one kernel parameter. Every kernel of a family takes the same
+// parameters (one ABI per family), so one Go launcher serves all of them.
+type Param struct {
+	Name  string // C parameter name
+	C     string // C type; "T" stands for the storage type of the dtype
+	PTX   string // PTX parameter type: u64, u32, f32, f64, or b8 for a by-value struct
+	Size  int    // bytes
+	Align int    // bytes
+}
+
+// Op is one operation of a family.
+type Op struct {
+	Name    string        // op name in kernel names and in the Go API, e.g. "mul"
+	Functor string        // C++ functor type passed to the family's template
+	DTypes  []dtype.DType // nil: the family's DTypes
+}
+
+// Variant is one kernel shape of a family (for example, a reduction along
+// the innermost axis or along an outer one). Each (op, dtype) is
+// instantiated once per variant.
+type Variant struct {
+	Name     string // "" for a family with a single shape
+	Template string // C++ function template called with <T, Functor>
+}
+
+// Family is one PTX module: one .cuh body, one ABI, one Go launcher.
+type Family struct {
+	Name   string // module name: kernels/ptx/<Name>.ptx
+	Prefix string // kernel name prefix, e.g. "binary_bw"
+	Header string // the family's CUDA body, in gen/
+	Block  int    // __launch_bounds__ threads per block
+	// MinBlocks is __launch_bounds__' minimum resident blocks per SM, 0 for
+	// none. 1 stops ptxas 11.8 from squeezing a large kernel's registers
+	// down to an occupancy step at the price of spills.
+	MinBlocks int
+	Params    []Param
+	DTypes    []dtype.DType
+	Ops       []Op
+	Variants  []Variant
+}
+
+// ptrParam is a device pointer parameter.
+func ptrParam(name, ctype string) Param {
+	return Param{Name: name, C: ctype, PTX: "u64", Size: 8, Align: 8}
+}
+
+// families is the table. Order is the order of the generated outputs.
+var families = []*Family{&binaryFamily}
+
+var allDTypes = []dtype.DType{dtype.F32, dtype.F16, dtype.BF16, dtype.F64}

@@ -1,0 +1,262 @@
+package ops
+
+import (
+	"fmt"
+	"math"
+	"unsafe"
+
+	"github.com/baracuda-go/baracuda/driver"
+	"github.com/baracuda-go/baracuda/internal/dtype"
+)
+
+// BinaryOp is a two-input elementwise op whose backward BinaryBackward computes.
+// With g = dy, the gradients are PyTorch's (shared/SEMANTICS.md section 2):
+type BinaryOp uint8
+
+const (
+	// BinaryAdd: y = a + alpha*b; da = g, db = alpha*g.
+	BinaryAdd BinaryOp = iota + 1
+	// BinarySub: y = a - alpha*b; da = g, db = -alpha*g.
+	BinarySub
+	// BinaryMul: da = g*b, db = g*a.
+	BinaryMul
+	// BinaryDiv: da = g/b, db = -g*((a/b)/b).
+	BinaryDiv
+	// BinaryMaximum: the larger input gets g, the other 0; a tie gives g/2
+	// to each; if a or b is NaN both get g.
+	BinaryMaximum
+	// BinaryMinimum: as BinaryMaximum for the smaller input.
+	BinaryMinimum
+	// BinaryPow: y = a^b; da = 0 where b == 0 (even for NaN g), else
+	// g*b*a^(b-1); db = 0 where a == 0 and b >= 0, else g*a^b*ln(a)
+	// (so a == 0, b < 0 gives -inf*g).
+	BinaryPow
+	// BinaryAtan2: y = atan2(a, b); da = g*b/(a²+b²), db = -g*a/(a²+b²);
+	// (0, 0) gives (0, -0) as PyTorch 2.11.
+	BinaryAtan2
+	// BinaryHypot: y = sqrt(a²+b²); da = g*a/y, db = g*b/y; NaN at (0, 0).
+	BinaryHypot
+	// BinaryLerp: y = a + w*(b-a) with a scalar weight w; da = g*(1-w), db = g*w.
+	BinaryLerp
+)
+
+var binaryOpNames = [...]string{BinaryAdd: "add", BinarySub: "sub", BinaryMul: "mul", BinaryDiv: "div",
+	BinaryMaximum: "maximum", BinaryMinimum: "minimum", BinaryPow: "pow", BinaryAtan2: "atan2",
+	BinaryHypot: "hypot", BinaryLerp: "lerp"}
+
+// String returns the op's kernel name part, e.g. "mul".
+func (op BinaryOp) String() string {
+	if op >= 1 && int(op) < len(binaryOpNames) {
+		return binaryOpNames[op]
+	}
+	return fmt.Sprintf("BinaryOp(%d)", uint8(op))
+}
+
+// BinaryOps lists every binary op.
+func BinaryOps() []BinaryOp {
+	return []BinaryOp{BinaryAdd, BinarySub, BinaryMul, BinaryDiv, BinaryMaximum, BinaryMinimum,
+		BinaryPow, BinaryAtan2, BinaryHypot, BinaryLerp}
+}
+
+// needsSaved reports whether the op reads the forward inputs a and b.
+func (op BinaryOp) needsSaved() bool {
+	switch op {
+	case BinaryAdd, BinarySub, BinaryLerp:
+		return false
+	}
+	return true
+}
+
+// BinaryDesc describes a binary backward: op, dtype and the (common) shape
+// of dy, a, b, da and db.
+type BinaryDesc struct {
+	Op    BinaryOp
+	DType dtype.DType
+	Shape []int // rank 0..8; every operand has this shape
+	// Alpha scales b in Add and Sub. Zero means PyTorch's default of 1.
+	Alpha float64
+	// Weight is Lerp's scalar weight w (used as given, 0 included).
+	Weight float64
+}
+
+// BinaryArgs are the operands of one Run. A and B are the forward inputs,
+// required by every op except Add, Sub and Lerp (which ignore them). DA or DB
+// may be left zero when that gradient is not wanted, but not both. Outputs
+// must not overlap any input except by being the identical tensor.
+type BinaryArgs struct {
+	DY, A, B Tensor
+	DA, DB   Tensor
+}
+
+// BinaryBackward is a validated plan for one binary backward op. It is
+// immutable and safe for concurrent use.
+type BinaryBackward struct {
+	id     planID
+	desc   BinaryDesc
+	shape  []int
+	scalar float64
+	kernel *kernelRef
+}
+
+// binaryLayout mirrors BinaryLayout in gen/binary.cuh; it travels by value
+// as the kernel's last parameter.
+type binaryLayout struct {
+	n      int64
+	rank   int32
+	mode   int32 // 0 strided, 1 contiguous, 2 contiguous and 16-byte aligned
+	dim    [MaxRank]int64
+	stride [5][MaxRank]int64 // dy, a, b, da, db
+}
+
+const (
+	modeStrided    = 0
+	modeContiguous = 1
+	modeVector     = 2
+)
+
+// NewBinaryBackward validates desc and selects the kernel.
+func NewBinaryBackward(desc BinaryDesc) (*BinaryBackward, error) {
+	id := planID{plan: "BinaryBackward", op: desc.Op.String(), dt: desc.DType}
+	if desc.Op < BinaryAdd || desc.Op > BinaryLerp {
+		return nil, id.errorf(ErrUnsupported, "unknown binary op %d", uint8(desc.Op))
+	}
+	if !desc.DType.Valid() {
+		return nil, id.errorf(ErrDType, "dtype %s is not one of f32, f16, bf16, f64", desc.DType)
+	}
+	if err := id.checkShape("shape", desc.Shape, 0); err != nil {
+		return nil, err
+	}
+	scalar := desc.Alpha
+	switch desc.Op {
+	case BinaryAdd, BinarySub:
+		if scalar == 0 {
+			scalar = 1
+		}
+	case BinaryLerp:
+		scalar = desc.Weight
+	}
+	if math.IsNaN(scalar) || math.IsInf(scalar, 0) {
+		return nil, id.errorf(ErrParam, "scalar (alpha or weight) %v must be finite", scalar)
+	}
+	name, ok := lookupKernel("binary", desc.Op.String(), desc.DType, "")
+	if !ok {
+		return nil, id.errorf(ErrUnsupported, "no kernel for %s %s", desc.Op, desc.DType)
+	}
+	p := &BinaryBackward{id: id, desc: desc, shape: append([]int(nil), desc.Shape...), scalar: scalar,
+		kernel: newKernelRef("binary", name)}
+	p.desc.Shape = p.shape
+	return p, nil
+}
+
+// Kernel identifies the kernel the plan launches.
+func (p *BinaryBackward) Kernel() KernelInfo {
+	return KernelInfo{Name: p.kernel.name, Family: "binary", Op: p.id.op, DType: p.desc.DType, Backend: backend}
+}
+
+// Precision: elementwise math in opmath, rounded once; nothing accumulates.
+func (p *BinaryBackward) Precision() Precision { return precisionFor(p.desc.DType, false) }
+
+// WorkspaceSize is 0: the op needs no scratch memory.
+func (p *BinaryBackward) WorkspaceSize() int64 { return 0 }
+
+// Desc returns the plan's descriptor.
+func (p *BinaryBackward) Desc() BinaryDesc {
+	d := p.desc
+	d.Shape = append([]int(nil), p.shape...)
+	return d
+}
+
+// Check validates args against the plan without launching anything.
+func (p *BinaryBackward) Check(a *BinaryArgs) error {
+	dt, id := p.desc.DType, p.id
+	if err := id.checkTensor("dy", &a.DY, roleInput, dt, p.shape); err != nil {
+		return err
+	}
+	if p.desc.Op.needsSaved() {
+		if err := id.checkTensor("a", &a.A, roleSaved, dt, p.shape); err != nil {
+			return err
+		}
+		if err := id.checkTensor("b", &a.B, roleSaved, dt, p.shape); err != nil {
+			return err
+		}
+	}
+	if !a.DA.Present() && !a.DB.Present() {
+		return id.errorf(ErrMissing, "neither da nor db is given; at least one output is required")
+	}
+	if a.DA.Present() {
+		if err := id.checkTensor("da", &a.DA, roleOutput, dt, p.shape); err != nil {
+			return err
+		}
+	}
+	if a.DB.Present() {
+		if err := id.checkTensor("db", &a.DB, roleOutput, dt, p.shape); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Run validates args and enqueues the kernel on s. It never allocates device
+// memory, copies from the host or synchronizes.
+func (p *BinaryBackward) Run(s *driver.Stream, a *BinaryArgs) error {
+	if s == nil {
+		return p.id.errorf(ErrNilStream, "Run needs a stream")
+	}
+	if err := p.Check(a); err != nil {
+		return err
+	}
+	if numel(p.shape) == 0 {
+		return nil
+	}
+	lf, err := p.kernel.resolve(s.Context())
+	if err != nil {
+		return err
+	}
+	ts := [5]*Tensor{&a.DY, nil, nil, nil, nil}
+	if p.desc.Op.needsSaved() {
+		ts[1], ts[2] = &a.A, &a.B
+	}
+	if a.DA.Present() {
+		ts[3] = &a.DA
+	}
+	if a.DB.Present() {
+		ts[4] = &a.DB
+	}
+	v := collapse(p.shape, &ts)
+	L := binaryLayout{n: v.n, rank: int32(v.rank), mode: modeStrided, dim: v.dim, stride: v.stride}
+	work := v.n
+	if v.contiguous(&ts) {
+		L.mode = modeContiguous
+		aligned := true
+		for _, t := range ts {
+			if t != nil && uintptr(t.Buf.Addr)%16 != 0 {
+				aligned = false
+			}
+		}
+		if aligned {
+			L.mode = modeVector
+			work = (v.n + int64(16/p.desc.DType.Size()) - 1) / int64(16/p.desc.DType.Size())
+		}
+	}
+	args := driver.GetArgs()
+	p.pack(args, &ts, &L)
+	block := p.kernel.block
+	err = lf.fn.Launch(s, [3]uint32{gridStride(work, block, lf), 1, 1}, [3]uint32{uint32(block), 1, 1}, 0, args)
+	driver.PutArgs(args)
+	return err
+}
+
+// pack appends the kernel parameters in the order of the spec's binary ABI:
+// dy, a, b, da, db (absent ones as null), scalar, layout.
+func (p *BinaryBackward) pack(args *driver.Args, ts *[5]*Tensor, L *binaryLayout) {
+	for _, t := range ts {
+		if t != nil {
+			args.Ptr(t.Buf.Addr)
+		} else {
+			args.Ptr(0)
+		}
+	}
+	args.F64(p.scalar)
+	// The layout is copied into the argument block; L does not escape.
+	args.Bytes(unsafe.Pointer(L), unsafe.Sizeof(*L), 8)
+}

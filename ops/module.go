@@ -1,0 +1,108 @@
+package ops
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/baracuda-go/baracuda/driver"
+	"github.com/baracuda-go/baracuda/kernels/ptx"
+)
+
+// MinComputeMajor and MinComputeMinor are the lowest compute capability the
+// embedded PTX (compute_70) runs on.
+const (
+	MinComputeMajor = 7
+	MinComputeMinor = 0
+)
+
+// Modules are loaded lazily, once per (context, family), and kept for the
+// life of the process: JIT compilation costs milliseconds and the primary
+// context outlives any plan.
+var modules struct {
+	sync.Mutex
+	m map[moduleKey]*driver.Module
+}
+
+type moduleKey struct {
+	ctx    *driver.Context
+	family string
+}
+
+// loadedFunction is a kernel resolved in one context, with what the
+// launcher needs to size grids.
+type loadedFunction struct {
+	ctx         *driver.Context
+	fn          *driver.Function
+	sms         int // multiprocessors of the context's device
+	blocksPerSM int // resident blocks per SM at the family's block size
+}
+
+func loadFunction(ctx *driver.Context, family, name string, block int) (*loadedFunction, error) {
+	modules.Lock()
+	defer modules.Unlock()
+	key := moduleKey{ctx, family}
+	mod := modules.m[key]
+	if mod == nil {
+		// The PTX targets compute_70: an older GPU would fail inside the
+		// JIT with a bare code, so say what is wrong first.
+		major, minor, err := ctx.Device().ComputeCapability()
+		if err != nil {
+			return nil, err
+		}
+		if err := driver.CheckComputeCapability(major, minor, MinComputeMajor, MinComputeMinor); err != nil {
+			return nil, err
+		}
+		src, err := ptx.Module(family)
+		if err != nil {
+			return nil, err
+		}
+		if mod, err = ctx.LoadModule(family, src); err != nil {
+			return nil, err
+		}
+		if modules.m == nil {
+			modules.m = map[moduleKey]*driver.Module{}
+		}
+		modules.m[key] = mod
+	}
+	fn, err := mod.Function(name)
+	if err != nil {
+		return nil, err
+	}
+	sms, err := ctx.Device().SMCount()
+	if err != nil {
+		return nil, err
+	}
+	per, err := fn.MaxActiveBlocksPerSM(block, 0)
+	if err != nil {
+		return nil, err
+	}
+	if per < 1 {
+		per = 1
+	}
+	return &loadedFunction{ctx: ctx, fn: fn, sms: sms, blocksPerSM: per}, nil
+}
+
+// kernelRef is a plan's handle on one kernel. It remembers the function for
+// the last context it ran in, so a warm Run looks nothing up.
+type kernelRef struct {
+	family string
+	name   string
+	block  int
+	last   atomic.Pointer[loadedFunction]
+}
+
+func newKernelRef(family, name string) *kernelRef {
+	return &kernelRef{family: family, name: name, block: familyByName(family).block}
+}
+
+func (k *kernelRef) resolve(ctx *driver.Context) (*loadedFunction, error) {
+	if lf := k.last.Load(); lf != nil && lf.ctx == ctx {
+		return lf, nil
+	}
+	lf, err := loadFunction(ctx, k.family, k.name, k.block)
+	if err != nil {
+		return nil, err
+	}
+	k.last.Store(lf)
+	return lf, nil
+}

@@ -1,0 +1,106 @@
+package ops
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/baracuda-go/baracuda/internal/naming"
+	"github.com/baracuda-go/baracuda/kernels/ptx"
+)
+
+// ptxParam is one .param of a PTX .entry.
+type ptxParam struct {
+	typ   string
+	size  int
+	align int
+}
+
+var (
+	entryRE = regexp.MustCompile(`(?s)\.visible \.entry (\w+)\(\s*(.*?)\)`)
+	paramRE = regexp.MustCompile(`\.param (?:\.align (\d+) )?\.(\w+) \w+(?:\[(\d+)\])?`)
+)
+
+// parseEntries reads every .entry of a PTX module with its parameter types.
+func parseEntries(src string) (map[string][]ptxParam, error) {
+	out := map[string][]ptxParam{}
+	for _, m := range entryRE.FindAllStringSubmatch(src, -1) {
+		var ps []ptxParam
+		for _, line := range strings.Split(m[2], ",") {
+			pm := paramRE.FindStringSubmatch(line)
+			if pm == nil {
+				return nil, fmt.Errorf("entry %s: cannot parse parameter %q", m[1], strings.TrimSpace(line))
+			}
+			p := ptxParam{typ: pm[2]}
+			switch p.typ {
+			case "u64", "f64", "b64", "s64":
+				p.size, p.align = 8, 8
+			case "u32", "f32", "b32", "s32":
+				p.size, p.align = 4, 4
+			case "b8":
+				p.size, _ = strconv.Atoi(pm[3])
+				p.align, _ = strconv.Atoi(pm[1])
+			}
+			ps = append(ps, p)
+		}
+		out[m[1]] = ps
+	}
+	return out, nil
+}
+
+// VerifyEmbeddedPTX checks every row of the generated support table against
+// the embedded PTX: the entry exists under the name the speller gives, its
+// parameters have the family's types, sizes and order, and no module holds
+// an entry the table lacks. It needs no GPU.
+func VerifyEmbeddedPTX() []error {
+	var errs []error
+	entries := map[string]map[string][]ptxParam{}
+	for _, f := range familyTable {
+		src, err := ptx.Module(f.name)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		es, err := parseEntries(string(src))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s.ptx: %w", f.name, err))
+			continue
+		}
+		entries[f.name] = es
+	}
+	counted := map[string]int{}
+	for _, k := range kernelTable {
+		f := familyByName(k.family)
+		if f == nil {
+			errs = append(errs, fmt.Errorf("kernel %s: unknown family %q", k.name, k.family))
+			continue
+		}
+		if want := naming.Kernel(f.prefix, k.op, k.dtype.Suffix(), k.variant); k.name != want {
+			errs = append(errs, fmt.Errorf("table name %q, speller gives %q", k.name, want))
+		}
+		got, ok := entries[k.family][k.name]
+		if !ok {
+			errs = append(errs, fmt.Errorf("kernel %s is in the table but not in %s.ptx", k.name, k.family))
+			continue
+		}
+		counted[k.family]++
+		if len(got) != len(f.params) {
+			errs = append(errs, fmt.Errorf("kernel %s: PTX has %d parameters, the %s ABI %d", k.name, len(got), f.name, len(f.params)))
+			continue
+		}
+		for i, p := range f.params {
+			g := got[i]
+			if g.typ != p.ptx || g.size != p.size || g.align != p.align {
+				errs = append(errs, fmt.Errorf("kernel %s parameter %d (%s): PTX .%s size %d align %d, ABI .%s size %d align %d",
+					k.name, i, p.name, g.typ, g.size, g.align, p.ptx, p.size, p.align))
+			}
+		}
+	}
+	for fam, es := range entries {
+		if counted[fam] != len(es) {
+			errs = append(errs, fmt.Errorf("%s.ptx has %d entries, the table %d", fam, len(es), counted[fam]))
+		}
+	}
+	return errs
+}

@@ -1,0 +1,112 @@
+//go:build cuda
+
+package ops_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/baracuda-go/baracuda/driver"
+	"github.com/baracuda-go/baracuda/internal/conform"
+	"github.com/baracuda-go/baracuda/internal/dtype"
+	"github.com/baracuda-go/baracuda/ops"
+)
+
+// binarySetup allocates contiguous f32 operands for a mul backward.
+func binarySetup(t testing.TB, n int, strided bool) (*conform.Env, *ops.BinaryBackward, *ops.BinaryArgs) {
+	t.Helper()
+	env, err := conform.NewEnv(0)
+	if err != nil {
+		t.Fatalf("GPU environment: %v", err)
+	}
+	shape := []int{n}
+	var strides []int
+	span := int64(n)
+	if strided {
+		shape, strides, span = []int{n / 2, 2}, []int{1, n / 2}, int64(n)
+	}
+	plan, err := ops.NewBinaryBackward(ops.BinaryDesc{Op: ops.BinaryMul, DType: dtype.F32, Shape: shape})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ts [5]ops.Tensor
+	for i := range ts {
+		buf, err := env.Ctx.Alloc(span * 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { env.Ctx.Free(buf) })
+		if err := env.Ctx.Memset32(buf, 0x3f800000); err != nil {
+			t.Fatal(err)
+		}
+		ts[i] = ops.Tensor{Buf: buf, DType: dtype.F32, Shape: shape, Strides: strides}
+	}
+	t.Cleanup(func() { env.Close() })
+	return env, plan, &ops.BinaryArgs{DY: ts[0], A: ts[1], B: ts[2], DA: ts[3], DB: ts[4]}
+}
+
+// TestRunZeroAllocs: a warm Run (validation, argument packing and the
+// launch through purego) allocates nothing on the Go heap.
+func TestRunZeroAllocs(t *testing.T) {
+	for _, strided := range []bool{false, true} {
+		env, plan, args := binarySetup(t, 1<<16, strided)
+		if err := plan.Run(env.Stream, args); err != nil {
+			t.Fatal(err)
+		}
+		var runErr error
+		allocs := testing.AllocsPerRun(200, func() {
+			if err := plan.Run(env.Stream, args); err != nil {
+				runErr = err
+			}
+		})
+		if runErr != nil {
+			t.Fatal(runErr)
+		}
+		if err := env.Stream.Synchronize(); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s strided=%v: %.1f allocations per warm Run", plan.Kernel().Name, strided, allocs)
+		if allocs != 0 {
+			t.Errorf("strided=%v: %.1f allocations per warm Run, want 0", strided, allocs)
+		}
+	}
+}
+
+// TestRunErrors: Run reports bad input and a nil stream as errors, never a
+// panic, and launches nothing.
+func TestRunErrors(t *testing.T) {
+	env, plan, args := binarySetup(t, 1024, false)
+	if err := plan.Run(nil, args); !errors.Is(err, ops.ErrNilStream) {
+		t.Errorf("nil stream: %v, want ErrNilStream", err)
+	}
+	bad := *args
+	bad.DA.Buf = driver.Buffer{Addr: bad.DA.Buf.Addr, Size: 16}
+	if err := plan.Run(env.Stream, &bad); !errors.Is(err, ops.ErrBufferTooSmall) {
+		t.Errorf("short da: %v, want ErrBufferTooSmall", err)
+	}
+}
+
+// BenchmarkRunHost measures the host side of a warm Run: validation,
+// packing and cuLaunchKernel. The stream is drained every 1024 launches so
+// the queue never blocks the launch call.
+func BenchmarkRunHost(b *testing.B) {
+	env, plan, args := binarySetup(b, 1024, false)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := plan.Run(env.Stream, args); err != nil {
+			b.Fatal(err)
+		}
+		if i%1024 == 1023 {
+			b.StopTimer()
+			if err := env.Stream.Synchronize(); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+		}
+	}
+	b.StopTimer()
+	if err := env.Stream.Synchronize(); err != nil {
+		b.Fatal(err)
+	}
+}

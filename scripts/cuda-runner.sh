@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Runs the GPU test binaries that sit beside this script.
+#   run.sh                 every test binary, then `baracuda selftest`
+#   run.sh sanitize [tool] the test binaries under compute-sanitizer (memcheck,
+#                          racecheck, initcheck, synccheck; all four by default),
+#                          with the quick case set (BARACUDA_QUICK=1)
+#   run.sh race            the concurrency, GC-stress and leak tests built with -race
+#   run.sh bench [flags]   `baracuda bench` with the given flags
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+mode=${1:-test}
+status=0
+case "$mode" in
+test)
+  for t in "$here"/*.test; do
+    echo "=== $(basename "$t")"
+    "$t" -test.v -test.count=1 -test.timeout=20m || status=1
+  done
+  echo "=== baracuda selftest"
+  "$here/baracuda" selftest || status=1
+  ;;
+sanitize)
+  tools=${2:-"memcheck racecheck initcheck synccheck"}
+  for tool in $tools; do
+    # The kernel conformance tests only: the driver and ops tests provoke
+    # API errors on purpose, which the sanitizer would count.
+    t="$here/internal_conform.test"
+    echo "=== compute-sanitizer --tool $tool $(basename "$t")"
+    BARACUDA_QUICK=1 compute-sanitizer --tool "$tool" --error-exitcode 99 --print-limit 20 \
+      "$t" -test.count=1 -test.timeout=30m -test.run "${SANITIZE_RUN:-GPU}" || status=1
+  done
+  ;;
+race)
+  "$here/conform-race.bin" -test.v -test.count=1 -test.timeout=20m \
+    -test.run 'TestConcurrentMixedPlans|TestNoLeaks' || status=1
+  ;;
+bench)
+  shift
+  "$here/baracuda" bench "$@" || status=1
+  ;;
+*)
+  echo "usage: run.sh [test|sanitize [tool]|bench [flags]]" >&2
+  exit 2
+  ;;
+esac
+exit $status
