@@ -1,0 +1,668 @@
+// Single-axis reduction backward: given dy and the forward output y (both in
+// keepdim form: the input shape with the reduced axis set to 1) and the
+// saved input x, write dx = dL/dx in the input shape. Semantics follow
+// PyTorch's autograd formulas (shared/SEMANTICS.md 3). Every functor
+// computes in opmath (float for f16/bf16/f32, double for f64); statistics
+// accumulate in opmath and each dx is rounded once when stored.
+//
+// Iteration space. The launcher views the tensors as S slices of length k
+// (k = the reduced axis): a slice is addressed by its index s over the
+// remaining dims (sdim, merged and ordered by x's strides, outermost first)
+// and a position j along the axis (kstride). Each slice is cut into
+// nchunks chunks of `chunk` positions; one (slice, chunk) pair is a tile.
+// Two mappings of threads to tiles, chosen by the launcher from x's strides:
+//
+//   row (the axis is x's fastest dim): `group` = G threads (a power of two,
+//     1..256) share a tile and step along k, with 16-byte packs where x and
+//     dx are contiguous along the axis and equally aligned; 256/G tiles
+//     per block, tile t = s*nchunks + chunk.
+//   col (an outer axis): a block is W = 256/H threads across slices by H =
+//     `group` threads along k (H <= 8); the lanes of a warp take adjacent
+//     slices, so they move coalesced across the inner dims, each lane V =
+//     cvec adjacent slices (one 8- or 16-byte access) where x and dx are
+//     contiguous across them. Tile t = (slice block)*nchunks + chunk.
+//
+// Ops with per-slice statistics (max/min: the tie count; prod: the zero
+// count and the product of the non-zeros; var/std: the sum) reduce them
+// once per slice over the threads of the tile (shuffles, then shared
+// memory, in a fixed order: deterministic and bit-stable) and apply the
+// elementwise formula afterwards, so no work is O(n*k).
+//   - nchunks == 1 (the row or col kernel alone, one pass): a row tile
+//     whose packs fit in RedCache registers per thread reads x once;
+//     otherwise x is streamed for the statistics and again for dx (L1/L2
+//     serve the second read of short slices).
+//   - nchunks > 1 (few slices, long axis: the stats kernel, then the apply
+//     kernel): the stats kernel writes each tile's partial statistics to the
+//     workspace (row: ws[s*nchunks + c]; col: ws[c*S + s]); the apply kernel
+//     combines a slice's partials in chunk order and applies. It walks the
+//     tiles in reverse (L.reverse) so its first reads hit what the stats
+//     kernel left in L2. Ops without statistics need no split pass: the row
+//     and col kernels take any nchunks.
+// max/min and prod are "provisional": whenever x is streamed for the
+// statistics, dx is also written assuming the common case (one maximum; no
+// zero), which gives bit-identical results when it holds; the pass that
+// knows the statistics rewrites only the slices where it does not hold
+// (fix()). So those ops read x once in the common case on every path.
+#pragma once
+#include "common.cuh"
+
+#define RED_BLOCK 256
+#define RED_SRANK (BC_MAX_RANK - 1)
+// RedCache is the 16-byte packs of x a row-mapping thread keeps in
+// registers between the statistics and the apply step: 16 values (4 packs
+// of f32, 2 of f16/bf16), 4 values (2 packs) of f64.
+template <typename T> struct RedCache { static constexpr int packs = sizeof(T) == 8 ? 2 : (int)sizeof(T); };
+
+enum { RED_ROW = 0, RED_COL = 1 };
+enum { RED_FUSED = 0, RED_STATS = 1, RED_APPLY = 2 };
+
+// ReduceLayout is passed by value (mirrored by reduceLayout in ops/reduce.go).
+struct ReduceLayout {
+	i64 k;        // reduced axis length (>= 1)
+	i64 slices;   // S = numel / k
+	i64 chunk;    // positions per chunk (k when nchunks == 1)
+	i64 nchunks;  // chunks per slice
+	i64 tiles;    // row: S*nchunks; col: ceil(S/W)*nchunks
+	double scale; // mean: 1/N (in opmath); var/std: 2/(N - correction)
+	int mapping;  // RED_ROW or RED_COL
+	int group;    // row: threads per tile G; col: threads along k H
+	int vec;      // row: x and dx step 1 along the axis (packs where aligned)
+	int reverse;  // walk the tiles last to first
+	int srank;    // slice dims in use, 0..RED_SRANK
+	int cvec;     // col: slices per thread, 1 or RedColVec<T> (see red_col_tile)
+	i64 sdim[RED_SRANK];          // slice dims, outermost first
+	i64 sstride[4][RED_SRANK];    // x, y, dy, dx strides of the slice dims
+	i64 kstride[2];               // x, dx strides along the axis
+	i64 vstride[2];               // y, dy strides of the innermost slice dim
+};
+static_assert(sizeof(ReduceLayout) == 384, "ReduceLayout must match ops/reduce.go");
+
+// RedAcc is a slice's statistics: a = sum or product, z = a count. It is
+// also the workspace entry (8 bytes for float opmath, 16 for double).
+template <typename M> struct RedAcc {
+	M a;
+	int z;
+};
+
+// RedCtx is what the elementwise step needs of a slice (per-op meaning).
+template <typename M> struct RedCtx {
+	M p, q;
+	int mode;
+};
+
+template <typename M> __device__ __forceinline__ RedAcc<M> red_acc(M a, int z) {
+	RedAcc<M> r;
+	r.a = a;
+	r.z = z;
+	return r;
+}
+
+template <typename M> __device__ __forceinline__ RedCtx<M> red_ctx(M p, M q, int mode) {
+	RedCtx<M> c;
+	c.p = p;
+	c.q = q;
+	c.mode = mode;
+	return c;
+}
+
+// RedNoStats is the base of the ops that need no per-slice statistics.
+struct RedNoStats {
+	static constexpr bool stats = false, provisional = false;
+	template <typename M> __device__ static RedAcc<M> init() { return red_acc(M(0), 0); }
+	template <typename M> __device__ static RedAcc<M> assumed() { return red_acc(M(0), 0); }
+	template <typename M> __device__ static void accum(RedAcc<M>&, M, M) {}
+	template <typename M> __device__ static void combine(RedAcc<M>&, const RedAcc<M>&) {}
+	template <typename M> __device__ static bool fix(const RedAcc<M>&) { return true; }
+};
+
+// sum: y = Σx. dx = g.
+struct RedSum : RedNoStats {
+	static constexpr bool needs_x = false, needs_y = false;
+	template <typename M> __device__ static RedCtx<M> slice(M g, M, const RedAcc<M>&, double, i64) {
+		return red_ctx(g, M(0), 0);
+	}
+	template <typename M> __device__ static M elem(const RedCtx<M>& c, M) { return c.p; }
+};
+
+// mean: y = Σx/N. dx = g*(1/N), with 1/N formed in opmath by the launcher
+// (scale) and multiplied, as PyTorch's division by a scalar on CUDA.
+struct RedMean : RedNoStats {
+	static constexpr bool needs_x = false, needs_y = false;
+	template <typename M> __device__ static RedCtx<M> slice(M g, M, const RedAcc<M>&, double scale, i64) {
+		return red_ctx(g * M(scale), M(0), 0);
+	}
+	template <typename M> __device__ static M elem(const RedCtx<M>& c, M) { return c.p; }
+};
+
+// amax/amin (one functor: the backward only compares with y):
+// dx = (g/count)*mask, mask = (x == y), count = Σmask over the slice (a true
+// division). Ties split g evenly; a NaN in the slice makes y NaN, so count
+// is 0 and every element gets (g/0)*mask = NaN.
+// Provisional: count == 1, where g/1*mask is bit-identical.
+struct RedMaxMin {
+	static constexpr bool needs_x = true, needs_y = true, stats = true, provisional = true;
+	template <typename M> __device__ static RedAcc<M> init() { return red_acc(M(0), 0); }
+	template <typename M> __device__ static RedAcc<M> assumed() { return red_acc(M(0), 1); }
+	template <typename M> __device__ static void accum(RedAcc<M>& a, M x, M y) { a.z += (x == y) ? 1 : 0; }
+	template <typename M> __device__ static void combine(RedAcc<M>& a, const RedAcc<M>& b) { a.z += b.z; }
+	template <typename M> __device__ static bool fix(const RedAcc<M>& a) { return a.z != 1; }
+	template <typename M> __device__ static RedCtx<M> slice(M g, M y, const RedAcc<M>& a, double, i64) {
+		return red_ctx(g / M(a.z), y, 0);
+	}
+	template <typename M> __device__ static M elem(const RedCtx<M>& c, M x) {
+		return c.p * ((x == c.q) ? M(1) : M(0));
+	}
+};
+
+// prod: y = Πx. Exact with zeros, per slice, never dividing by zero:
+//   no zero:        dx = g*(y/x) with the saved y (PyTorch's order);
+//   one zero at k:  dx_k = g*Π_{j!=k} x_j (product of the non-zeros, in
+//                   opmath), every other dx = g*0;
+//   two or more:    dx = g*0.
+// (g*0 is 0 for finite g; NaN for a NaN or infinite g, as PyTorch.)
+// Provisional: no zero.
+struct RedProd {
+	static constexpr bool needs_x = true, needs_y = true, stats = true, provisional = true;
+	template <typename M> __device__ static RedAcc<M> init() { return red_acc(M(1), 0); }
+	template <typename M> __device__ static RedAcc<M> assumed() { return red_acc(M(1), 0); }
+	template <typename M> __device__ static void accum(RedAcc<M>& a, M x, M) {
+		if (x == M(0)) {
+			++a.z;
+		} else {
+			a.a *= x;
+		}
+	}
+	template <typename M> __device__ static void combine(RedAcc<M>& a, const RedAcc<M>& b) {
+		a.a *= b.a;
+		a.z += b.z;
+	}
+	template <typename M> __device__ static bool fix(const RedAcc<M>& a) { return a.z != 0; }
+	template <typename M> __device__ static RedCtx<M> slice(M g, M y, const RedAcc<M>& a, double, i64) {
+		if (a.z == 0) return red_ctx(g, y, 0);
+		const M zero = g * M(0);
+		return red_ctx(a.z == 1 ? g * a.a : zero, zero, a.z == 1 ? 1 : 2);
+	}
+	template <typename M> __device__ static M elem(const RedCtx<M>& c, M x) {
+		if (c.mode == 0) return c.p * (c.q / x);
+		return (c.mode == 1 && x == M(0)) ? c.p : c.q;
+	}
+};
+
+// vector 2-norm: y = sqrt(Σx²). dx = g*(x/y); 0 where y == 0 (a select:
+// 0 even for a NaN or infinite g).
+struct RedNorm2 : RedNoStats {
+	static constexpr bool needs_x = true, needs_y = true;
+	template <typename M> __device__ static RedCtx<M> slice(M g, M y, const RedAcc<M>&, double, i64) {
+		return red_ctx(g, y, y == M(0) ? 1 : 0);
+	}
+	template <typename M> __device__ static M elem(const RedCtx<M>& c, M x) {
+		return c.p * (c.mode ? M(0) : x / c.q);
+	}
+};
+
+// logsumexp: dx = g*exp(x - y). An all -inf slice (y = -inf) gives NaN;
+// with y = +inf the +inf elements give NaN and the finite ones 0.
+struct RedLogSumExp : RedNoStats {
+	static constexpr bool needs_x = true, needs_y = true;
+	template <typename M> __device__ static RedCtx<M> slice(M g, M y, const RedAcc<M>&, double, i64) {
+		return red_ctx(g, y, 0);
+	}
+	template <typename M> __device__ static M elem(const RedCtx<M>& c, M x) { return c.p * bc_exp(x - c.q); }
+};
+
+// var with correction c: dx = ((2/(N-c))*g)*(x - mean), mean = Σx/N
+// accumulated in opmath. The factor comes from the launcher in double
+// (scale) and has no special case: N == c gives +inf (so ±inf, or NaN where
+// x == mean or g == 0), N < c a negative factor.
+struct RedVar {
+	static constexpr bool needs_x = true, needs_y = false, stats = true, provisional = false;
+	template <typename M> __device__ static RedAcc<M> init() { return red_acc(M(0), 0); }
+	template <typename M> __device__ static RedAcc<M> assumed() { return red_acc(M(0), 0); }
+	template <typename M> __device__ static void accum(RedAcc<M>& a, M x, M) { a.a += x; }
+	template <typename M> __device__ static void combine(RedAcc<M>& a, const RedAcc<M>& b) { a.a += b.a; }
+	template <typename M> __device__ static bool fix(const RedAcc<M>&) { return true; }
+	template <typename M> __device__ static RedCtx<M> slice(M g, M, const RedAcc<M>& a, double scale, i64 k) {
+		return red_ctx(M(scale) * g, a.a / M(k), 0);
+	}
+	template <typename M> __device__ static M elem(const RedCtx<M>& c, M x) { return c.p * (x - c.q); }
+};
+
+// std: y = sqrt(var). dx = var's formula with g replaced by g/(2y), which
+// is set to 0 where y == 0 (a select: 0 even for a NaN g).
+struct RedStd : RedVar {
+	static constexpr bool needs_y = true;
+	template <typename M> __device__ static RedCtx<M> slice(M g, M y, const RedAcc<M>& a, double scale, i64 k) {
+		const M gs = (y == M(0)) ? M(0) : g / (y * M(2));
+		return red_ctx(M(scale) * gs, a.a / M(k), 0);
+	}
+};
+
+// Offsets of slice s in x, y, dy and dx. Unrolled with constant indices so
+// the layout stays in the parameter space.
+struct RedOff {
+	i64 x, y, dy, dx;
+};
+
+__device__ __forceinline__ RedOff red_offsets(i64 s, const ReduceLayout& L) {
+	RedOff o = {0, 0, 0, 0};
+	i64 rem = s;
+#pragma unroll
+	for (int d = RED_SRANK - 1; d >= 0; --d) {
+		if (d < L.srank) {
+			i64 idx = rem;
+			if (d > 0) {
+				const i64 n = L.sdim[d];
+				// 32-bit division where it fits: a 64-bit one is a long
+				// instruction sequence, paid per tile.
+				const i64 q = ((rem | n) >> 32) == 0 ? (i64)((unsigned)rem / (unsigned)n) : rem / n;
+				idx = rem - q * n;
+				rem = q;
+			}
+			o.x += idx * L.sstride[0][d];
+			o.y += idx * L.sstride[1][d];
+			o.dy += idx * L.sstride[2][d];
+			o.dx += idx * L.sstride[3][d];
+		}
+	}
+	return o;
+}
+
+template <typename M> __device__ __forceinline__ RedAcc<M> red_shfl_xor(const RedAcc<M>& v, int off) {
+	return red_acc(__shfl_xor_sync(0xffffffffu, v.a, off), __shfl_xor_sync(0xffffffffu, v.z, off));
+}
+
+// red_group_reduce combines v over the G threads of a row tile and returns
+// the total to each of them. Every thread of the block must call it
+// (inactive ones with Op::init()). The order is fixed by G: an xor
+// butterfly within a warp (identical on every lane, since combining is
+// commutative), then the warps' totals in index order (sm: 8 entries).
+template <typename Op, typename M>
+__device__ __forceinline__ RedAcc<M> red_group_reduce(RedAcc<M> v, const ReduceLayout& L, RedAcc<M>* sm) {
+	const int tid = threadIdx.x;
+	const int G = L.group;
+#pragma unroll
+	for (int off = 1; off < 32; off <<= 1) {
+		if (off < G) Op::combine(v, red_shfl_xor(v, off));
+	}
+	if (G <= 32) return v;
+	if ((tid & 31) == 0) sm[tid >> 5] = v;
+	__syncthreads();
+	const int wpg = G >> 5;
+	const int first = ((tid >> 5) / wpg) * wpg;
+	RedAcc<M> t = sm[first];
+#pragma unroll
+	for (int w = 1; w < RED_BLOCK / 32; ++w) {
+		if (w < wpg) Op::combine(t, sm[first + w]);
+	}
+	__syncthreads();
+	return t;
+}
+
+// red_steps is how many of positions first, first+step, ... lie below len.
+__device__ __forceinline__ i64 red_steps(i64 len, int first, int step) {
+	return len > first ? (len - first + step - 1) / step : 0;
+}
+
+// red_row_scalars calls f(x pointer, dx pointer) for a row thread's scalar
+// positions: [0, send) stepping G, then with vec the tail [body, len).
+template <typename T, typename F>
+__device__ __forceinline__ void red_row_scalars(const T* xs, T* ds, i64 kx, i64 kd, int lane, int G,
+		i64 send, bool vec, i64 body, i64 len, F f) {
+	const T* xp = xs + lane * kx;
+	T* dp = ds + lane * kd;
+	for (i64 n = red_steps(send, lane, G); n > 0; --n, xp += G * kx, dp += G * kd) f(xp, dp);
+	if (vec) {
+		xp = xs + body + lane;
+		dp = ds + body + lane;
+		for (i64 n = red_steps(len - body, lane, G); n > 0; --n, xp += G, dp += G) f(xp, dp);
+	}
+}
+
+// One row-mapping tile for one thread (lane of G). Pass RED_FUSED: the
+// whole slice (nchunks == 1); RED_STATS: write the tile's partial
+// statistics (and provisional dx); RED_APPLY: combine the partials, apply.
+template <typename T, typename Op, int Pass>
+__device__ __forceinline__ void red_row_tile(const T* __restrict__ x, const T* __restrict__ y,
+		const T* __restrict__ dy, T* __restrict__ dx, RedAcc<typename OpMath<T>::type>* __restrict__ ws,
+		const ReduceLayout& L, i64 t, bool active, int lane, RedAcc<typename OpMath<T>::type>* sm) {
+	typedef typename OpMath<T>::type M;
+	constexpr int N = Pack<T>::N;
+	constexpr bool prov = Op::provisional;
+	const int G = L.group;
+	i64 s = 0, j0 = 0, len = 0;
+	RedOff o = {0, 0, 0, 0};
+	M g = M(0), yv = M(0);
+	if (active) {
+		s = L.nchunks == 1 ? t : t / L.nchunks;
+		j0 = (t - s * L.nchunks) * L.chunk;
+		len = min(L.chunk, L.k - j0);
+		o = red_offsets(s, L);
+		g = to_op(dy[o.dy]);
+		if (Op::needs_y) yv = to_op(y[o.y]);
+	}
+	const i64 kx = L.kstride[0], kd = L.kstride[1];
+	const T* xs = Op::needs_x ? x + o.x + j0 * kx : x;
+	T* ds = dx + o.dx + j0 * kd;
+	// With L.vec, positions [0, head) and [body, len) are scalars and
+	// [head, body) is np 16-byte packs of x and dx (equally aligned).
+	bool vec = false;
+	i64 head = 0, np = 0;
+	if (active && L.vec) {
+		const unsigned ad = (unsigned)((size_t)ds & 15);
+		if (!Op::needs_x || (unsigned)((size_t)xs & 15) == ad) {
+			vec = true;
+			head = (i64)(((16u - ad) & 15u) / sizeof(T));
+			if (head > len) head = len;
+			np = (len - head) / N;
+		}
+	}
+	const i64 body = head + np * N;
+	const i64 send = vec ? head : len;  // end of the leading scalars
+	const T* xp = xs + head;
+	T* dp = ds + head;
+
+	RedAcc<M> acc = Op::template init<M>();
+	constexpr int CP = RedCache<T>::packs;
+	Pack<T> cache[CP];
+	const bool cached = Pass == RED_FUSED && Op::stats && vec && np <= (i64)G * CP;
+	if (Op::stats && Pass != RED_APPLY && active) {
+		if (cached) {
+#pragma unroll
+			for (int r = 0; r < CP; ++r) {
+				const i64 p = lane + (i64)r * G;
+				if (p < np) {
+					cache[r] = load_pack(xp + p * N);
+#pragma unroll
+					for (int e = 0; e < N; ++e) Op::accum(acc, to_op(cache[r].v[e]), yv);
+				}
+			}
+			red_row_scalars(xs, ds, kx, kd, lane, G, send, vec, body, len,
+				[&](const T* xq, T*) { Op::accum(acc, to_op(*xq), yv); });
+		} else {
+			const RedCtx<M> pc = Op::template slice<M>(g, yv, Op::template assumed<M>(), L.scale, L.k);
+			for (i64 p = lane; p < np; p += G) {
+				const Pack<T> v = load_pack(xp + p * N);
+				Pack<T> r;
+#pragma unroll
+				for (int e = 0; e < N; ++e) {
+					const M xv = to_op(v.v[e]);
+					Op::accum(acc, xv, yv);
+					if (prov) r.v[e] = from_op<T>(Op::elem(pc, xv));
+				}
+				if (prov) store_pack(dp + p * N, r);
+			}
+			red_row_scalars(xs, ds, kx, kd, lane, G, send, vec, body, len, [&](const T* xq, T* dq) {
+				const M xv = to_op(*xq);
+				Op::accum(acc, xv, yv);
+				if (prov) *dq = from_op<T>(Op::elem(pc, xv));
+			});
+		}
+	}
+	RedAcc<M> total = acc;
+	if (Op::stats) {
+		if (Pass == RED_APPLY && active) {
+			for (i64 c = lane; c < L.nchunks; c += G) Op::combine(acc, ws[s * L.nchunks + c]);
+		}
+		total = red_group_reduce<Op>(acc, L, sm);
+	}
+	if (Pass == RED_STATS) {
+		if (Op::stats && active && lane == 0) ws[t] = total;
+		return;
+	}
+	if (!active) return;
+	if (!cached && Op::stats && prov && !Op::fix(total)) return;
+	const RedCtx<M> c = Op::template slice<M>(g, yv, total, L.scale, L.k);
+	if (cached) {
+#pragma unroll
+		for (int r = 0; r < CP; ++r) {
+			const i64 p = lane + (i64)r * G;
+			if (p < np) {
+				Pack<T> out;
+#pragma unroll
+				for (int e = 0; e < N; ++e) out.v[e] = from_op<T>(Op::elem(c, to_op(cache[r].v[e])));
+				store_pack(dp + p * N, out);
+			}
+		}
+	} else {
+		for (i64 p = lane; p < np; p += G) {
+			Pack<T> v, out;
+			if (Op::needs_x) v = load_pack(xp + p * N);
+#pragma unroll
+			for (int e = 0; e < N; ++e) out.v[e] = from_op<T>(Op::elem(c, Op::needs_x ? to_op(v.v[e]) : M(0)));
+			store_pack(dp + p * N, out);
+		}
+	}
+	red_row_scalars(xs, ds, kx, kd, lane, G, send, vec, body, len, [&](const T* xq, T* dq) {
+		*dq = from_op<T>(Op::elem(c, Op::needs_x ? to_op(*xq) : M(0)));
+	});
+}
+
+// RedColVec is how many adjacent slices a col-mapping thread takes when x
+// and dx are contiguous across them (cvec > 1): 4 (one 16-byte access of
+// f32, 8 bytes of f16/bf16), 2 for f64.
+template <typename T> struct RedColVec { static constexpr int n = 4; };
+template <> struct RedColVec<double> { static constexpr int n = 2; };
+
+
+// RedVec is V adjacent elements moved with one access.
+template <typename T, int V> struct __align__(V * sizeof(T)) RedVec {
+	T v[V];
+};
+
+template <typename T, int V> __device__ __forceinline__ RedVec<T, V> red_vload(const T* p) {
+	RedVec<T, V> r;
+	if (sizeof(r) == 16) {
+		const uint4 u = __ldg(reinterpret_cast<const uint4*>(p));
+		memcpy(&r, &u, sizeof(r));
+	} else if (sizeof(r) == 8) {
+		const uint2 u = __ldg(reinterpret_cast<const uint2*>(p));
+		memcpy(&r, &u, sizeof(r));
+	} else {
+		r.v[0] = p[0];
+	}
+	return r;
+}
+
+template <typename T, int V> __device__ __forceinline__ void red_vstore(T* p, const RedVec<T, V>& r) {
+	if (sizeof(r) == 16) {
+		uint4 u;
+		memcpy(&u, &r, sizeof(r));
+		*reinterpret_cast<uint4*>(p) = u;
+	} else if (sizeof(r) == 8) {
+		uint2 u;
+		memcpy(&u, &r, sizeof(r));
+		*reinterpret_cast<uint2*>(p) = u;
+	} else {
+		p[0] = r.v[0];
+	}
+}
+
+// One col-mapping tile: a block of W = 256/H threads across slices, each
+// taking V adjacent slices (V = L.cvec), by H threads along k. The V
+// slices' statistics reduce over the H threads through shared memory
+// (sm holds RED_BLOCK * 4 entries).
+template <typename T, typename Op, int Pass, int V>
+__device__ __forceinline__ void red_col_tile(const T* __restrict__ x, const T* __restrict__ y,
+		const T* __restrict__ dy, T* __restrict__ dx, RedAcc<typename OpMath<T>::type>* __restrict__ ws,
+		const ReduceLayout& L, i64 t, RedAcc<typename OpMath<T>::type>* sm) {
+	typedef typename OpMath<T>::type M;
+	constexpr bool prov = Op::provisional;
+	const int H = L.group;
+	const int W = RED_BLOCK / H;
+	const int sl = threadIdx.x % W, kt = threadIdx.x / W;
+	const i64 st = L.nchunks == 1 ? t : t / L.nchunks;
+	const i64 c = t - st * L.nchunks;
+	const i64 s0 = (st * W + sl) * V;  // the launcher makes S a multiple of V
+	const bool active = s0 < L.slices;
+	const i64 j0 = c * L.chunk;
+	i64 len = 0;
+	RedOff o = {0, 0, 0, 0};
+	M g[V], yv[V];
+#pragma unroll
+	for (int v = 0; v < V; ++v) g[v] = yv[v] = M(0);
+	if (active) {
+		len = min(L.chunk, L.k - j0);
+		o = red_offsets(s0, L);
+#pragma unroll
+		for (int v = 0; v < V; ++v) {
+			g[v] = to_op(dy[o.dy + v * L.vstride[1]]);
+			if (Op::needs_y) yv[v] = to_op(y[o.y + v * L.vstride[0]]);
+		}
+	}
+	const i64 kx = L.kstride[0], kd = L.kstride[1];
+	const T* xs = Op::needs_x ? x + o.x + j0 * kx : x;
+	T* ds = dx + o.dx + j0 * kd;
+
+	RedAcc<M> acc[V];
+#pragma unroll
+	for (int v = 0; v < V; ++v) acc[v] = Op::template init<M>();
+	if (Op::stats && Pass != RED_APPLY && active) {
+		RedCtx<M> pc[V];
+#pragma unroll
+		for (int v = 0; v < V; ++v) pc[v] = Op::template slice<M>(g[v], yv[v], Op::template assumed<M>(), L.scale, L.k);
+		const T* xp = xs + kt * kx;
+		T* dp = ds + kt * kd;
+#pragma unroll 2
+		for (i64 n = red_steps(len, kt, H); n > 0; --n, xp += H * kx, dp += H * kd) {
+			const RedVec<T, V> xv = red_vload<T, V>(xp);
+			RedVec<T, V> r;
+#pragma unroll
+			for (int v = 0; v < V; ++v) {
+				const M xm = to_op(xv.v[v]);
+				Op::accum(acc[v], xm, yv[v]);
+				if (prov) r.v[v] = from_op<T>(Op::elem(pc[v], xm));
+			}
+			if (prov) red_vstore<T, V>(dp, r);
+		}
+	}
+	bool need = true;
+	if (Op::stats) {
+		if (Pass == RED_APPLY && active) {
+			for (i64 cc = kt; cc < L.nchunks; cc += H) {
+#pragma unroll
+				for (int v = 0; v < V; ++v) Op::combine(acc[v], ws[cc * L.slices + s0 + v]);
+			}
+		}
+#pragma unroll
+		for (int v = 0; v < V; ++v) sm[v * RED_BLOCK + threadIdx.x] = acc[v];
+		__syncthreads();
+#pragma unroll
+		for (int v = 0; v < V; ++v) {
+			RedAcc<M> tot = sm[v * RED_BLOCK + sl];
+#pragma unroll
+			for (int h = 1; h < 8; ++h) {
+				if (h < H) Op::combine(tot, sm[v * RED_BLOCK + h * W + sl]);
+			}
+			acc[v] = tot;
+		}
+		__syncthreads();
+		if (Pass == RED_STATS) {
+			if (active && kt == 0) {
+#pragma unroll
+				for (int v = 0; v < V; ++v) ws[c * L.slices + s0 + v] = acc[v];
+			}
+			return;
+		}
+		if (prov) {
+			need = false;
+#pragma unroll
+			for (int v = 0; v < V; ++v) need = need || Op::fix(acc[v]);
+		}
+	}
+	if (!active || !need) return;
+	RedCtx<M> cx[V];
+#pragma unroll
+	for (int v = 0; v < V; ++v) cx[v] = Op::template slice<M>(g[v], yv[v], acc[v], L.scale, L.k);
+	const T* xp = xs + kt * kx;
+	T* dp = ds + kt * kd;
+#pragma unroll 2
+	for (i64 n = red_steps(len, kt, H); n > 0; --n, xp += H * kx, dp += H * kd) {
+		RedVec<T, V> xv, r;
+		if (Op::needs_x) xv = red_vload<T, V>(xp);
+#pragma unroll
+		for (int v = 0; v < V; ++v) r.v[v] = from_op<T>(Op::elem(cx[v], Op::needs_x ? to_op(xv.v[v]) : M(0)));
+		red_vstore<T, V>(dp, r);
+	}
+}
+
+// Walks the col tiles of one pass, with V adjacent slices per thread when
+// the launcher allows it.
+template <typename T, typename Op, int Pass>
+__device__ __forceinline__ void red_col_pass(const T* __restrict__ x, const T* __restrict__ y,
+		const T* __restrict__ dy, T* __restrict__ dx, RedAcc<typename OpMath<T>::type>* __restrict__ ws,
+		const ReduceLayout& L, RedAcc<typename OpMath<T>::type>* sm) {
+	constexpr int V = RedColVec<T>::n;
+	for (i64 b = blockIdx.x; b < L.tiles; b += gridDim.x) {
+		const i64 t = L.reverse ? L.tiles - 1 - b : b;
+		if (L.cvec > 1) {
+			red_col_tile<T, Op, Pass, V>(x, y, dy, dx, ws, L, t, sm);
+		} else {
+			red_col_tile<T, Op, Pass, 1>(x, y, dy, dx, ws, L, t, sm);
+		}
+	}
+}
+
+// Walks the row tiles of one pass (256/G tiles per block step).
+template <typename T, typename Op, int Pass>
+__device__ __forceinline__ void red_row_pass(const T* __restrict__ x, const T* __restrict__ y,
+		const T* __restrict__ dy, T* __restrict__ dx, RedAcc<typename OpMath<T>::type>* __restrict__ ws,
+		const ReduceLayout& L, RedAcc<typename OpMath<T>::type>* sm) {
+	const int G = L.group, gpb = RED_BLOCK / G;
+	const int lane = threadIdx.x % G, grp = threadIdx.x / G;
+	const i64 nb = (L.tiles + gpb - 1) / gpb;
+	for (i64 b = blockIdx.x; b < nb; b += gridDim.x) {
+		const i64 t = (L.reverse ? nb - 1 - b : b) * gpb + grp;
+		red_row_tile<T, Op, Pass>(x, y, dy, dx, ws, L, t, t < L.tiles, lane, sm);
+	}
+}
+
+// Kernel bodies, one per variant (all take the family's one parameter list):
+//   reduce_row:   the row mapping, nchunks == 1 (any nchunks for ops
+//                 without statistics);
+//   reduce_col:   the col mapping, likewise;
+//   reduce_stats: first pass of split slices (ops with statistics), either
+//                 mapping: partial statistics to ws, provisional dx;
+//   reduce_apply: second pass of split slices: combine, then dx.
+// reduce_stats and reduce_apply are empty for ops without statistics (they
+// are never launched for them).
+template <typename T, typename Op>
+__device__ __forceinline__ void reduce_row(const T* __restrict__ x, const T* __restrict__ y,
+		const T* __restrict__ dy, T* __restrict__ dx, void* __restrict__ ws, const ReduceLayout& L) {
+	typedef typename OpMath<T>::type M;
+	__shared__ RedAcc<M> sm[RED_BLOCK / 32];
+	red_row_pass<T, Op, RED_FUSED>(x, y, dy, dx, static_cast<RedAcc<M>*>(ws), L, sm);
+}
+
+template <typename T, typename Op>
+__device__ __forceinline__ void reduce_col(const T* __restrict__ x, const T* __restrict__ y,
+		const T* __restrict__ dy, T* __restrict__ dx, void* __restrict__ ws, const ReduceLayout& L) {
+	typedef typename OpMath<T>::type M;
+	__shared__ RedAcc<M> sm[Op::stats ? RED_BLOCK * RedColVec<T>::n : 1];
+	red_col_pass<T, Op, RED_FUSED>(x, y, dy, dx, static_cast<RedAcc<M>*>(ws), L, sm);
+}
+
+template <typename T, typename Op>
+__device__ __forceinline__ void reduce_stats(const T* __restrict__ x, const T* __restrict__ y,
+		const T* __restrict__ dy, T* __restrict__ dx, void* __restrict__ ws, const ReduceLayout& L) {
+	typedef typename OpMath<T>::type M;
+	if (!Op::stats) return;
+	__shared__ RedAcc<M> sm[RED_BLOCK * RedColVec<T>::n];
+	if (L.mapping == RED_ROW) {
+		red_row_pass<T, Op, RED_STATS>(x, y, dy, dx, static_cast<RedAcc<M>*>(ws), L, sm);
+	} else {
+		red_col_pass<T, Op, RED_STATS>(x, y, dy, dx, static_cast<RedAcc<M>*>(ws), L, sm);
+	}
+}
+
+template <typename T, typename Op>
+__device__ __forceinline__ void reduce_apply(const T* __restrict__ x, const T* __restrict__ y,
+		const T* __restrict__ dy, T* __restrict__ dx, void* __restrict__ ws, const ReduceLayout& L) {
+	typedef typename OpMath<T>::type M;
+	if (!Op::stats) return;
+	__shared__ RedAcc<M> sm[RED_BLOCK * RedColVec<T>::n];
+	if (L.mapping == RED_ROW) {
+		red_row_pass<T, Op, RED_APPLY>(x, y, dy, dx, static_cast<RedAcc<M>*>(ws), L, sm);
+	} else {
+		red_col_pass<T, Op, RED_APPLY>(x, y, dy, dx, static_cast<RedAcc<M>*>(ws), L, sm);
+	}
+}

@@ -1,0 +1,42 @@
+package main
+
+// reduceFamily: single-axis reduction backward. Four variants share the
+// ABI: "row" (the axis is x's fastest dim: threads step along it) and "col"
+// (an outer axis: threads step across slices) compute a slice's statistics
+// and dx in one kernel; few, long slices of an op with statistics are split
+// into chunks and take "stats" (partial statistics into the workspace) then
+// "apply" (combine, dx), both empty for ops without statistics. Layout is
+// ReduceLayout in reduce.cuh (mirrored by reduceLayout in ops/reduce.go).
+var reduceFamily = Family{
+	Name:      "reduce",
+	Prefix:    "reduce_bw",
+	Header:    "reduce.cuh",
+	Block:     256,
+	MinBlocks: 1,
+	Params: []Param{
+		ptrParam("x", "const T* __restrict__"),
+		ptrParam("y", "const T* __restrict__"),
+		ptrParam("dy", "const T* __restrict__"),
+		ptrParam("dx", "T* __restrict__"),
+		ptrParam("ws", "void* __restrict__"),
+		{Name: "L", C: "ReduceLayout", PTX: "b8", Size: 384, Align: 8},
+	},
+	DTypes: allDTypes,
+	Ops: []Op{
+		{Name: "sum", Functor: "RedSum"},
+		{Name: "mean", Functor: "RedMean"},
+		{Name: "max", Functor: "RedMaxMin"},
+		{Name: "min", Functor: "RedMaxMin"},
+		{Name: "prod", Functor: "RedProd"},
+		{Name: "norm2", Functor: "RedNorm2"},
+		{Name: "logsumexp", Functor: "RedLogSumExp"},
+		{Name: "var", Functor: "RedVar"},
+		{Name: "std", Functor: "RedStd"},
+	},
+	Variants: []Variant{
+		{Name: "row", Template: "reduce_row"},
+		{Name: "col", Template: "reduce_col"},
+		{Name: "stats", Template: "reduce_stats"},
+		{Name: "apply", Template: "reduce_apply"},
+	},
+}

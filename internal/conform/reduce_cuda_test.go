@@ -1,0 +1,31 @@
+//go:build cuda
+
+package conform
+
+import (
+	"testing"
+
+	"github.com/baracuda-go/baracuda/internal/dtype"
+	"github.com/baracuda-go/baracuda/ops"
+)
+
+func TestReduceBackwardGPU(t *testing.T) {
+	env := testEnv(t)
+	cases := ReduceCases(quick())
+	for _, op := range ops.ReduceOps() {
+		for _, dt := range dtype.All {
+			t.Run("reduce_bw_"+op.String()+"_"+dt.Suffix(), func(t *testing.T) {
+				report(t, env.CheckReduce(op, dt, cases, 42))
+			})
+		}
+	}
+}
+
+func TestReduceVectorsGPU(t *testing.T) {
+	env := testEnv(t)
+	for _, dt := range dtype.All {
+		t.Run(dt.Suffix(), func(t *testing.T) {
+			report(t, env.CheckReduceVectors(dt))
+		})
+	}
+}

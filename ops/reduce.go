@@ -1,0 +1,675 @@
+package ops
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"unsafe"
+
+	"github.com/baracuda-go/baracuda/driver"
+	"github.com/baracuda-go/baracuda/internal/dtype"
+)
+
+// ReduceOp is a single-axis reduction whose backward ReduceBackward
+// computes. With g = dy broadcast along the reduced axis, N the axis length,
+// x the saved input and y the saved output, the gradients are PyTorch's
+// (shared/SEMANTICS.md section 3):
+type ReduceOp uint8
+
+const (
+	// ReduceSum: y = Σx; dx = g.
+	ReduceSum ReduceOp = iota + 1
+	// ReduceMean: y = Σx/N; dx = g*(1/N), with 1/N rounded to the math
+	// type and multiplied, as PyTorch on CUDA.
+	ReduceMean
+	// ReduceMax (amax): dx = (g/count)*(x == y), count = the number of
+	// elements equal to y in the slice, so ties share g evenly; a NaN in
+	// the slice makes y NaN, count 0 and the whole slice's gradient NaN.
+	ReduceMax
+	// ReduceMin (amin): as ReduceMax for the minimum.
+	ReduceMin
+	// ReduceProd: y = Πx, exact with zeros per slice and never dividing by
+	// zero: no zero in the slice gives dx = g*(y/x); one zero at k gives
+	// dx_k = g*Π_{j≠k} x_j and g*0 elsewhere; two or more zeros give g*0
+	// everywhere (g*0 is NaN only for a NaN or infinite g, as PyTorch).
+	ReduceProd
+	// ReduceNorm2: y = sqrt(Σx²); dx = g*(x/y), and 0 where y == 0 (even
+	// for a NaN g).
+	ReduceNorm2
+	// ReduceLogSumExp: y = log Σexp(x); dx = g*exp(x - y). An all -inf
+	// slice gives NaN; with y = +inf, +inf elements give NaN and finite ones 0.
+	ReduceLogSumExp
+	// ReduceVar: y = Σ(x-μ)²/(N-c) with c = Correction; dx =
+	// ((2/(N-c))*g)*(x - μ), μ the slice mean accumulated in the math type.
+	// N-c <= 0 has no special case: N == c makes the factor +inf (±inf, or
+	// NaN where x == μ or g == 0), N < c makes it negative.
+	ReduceVar
+	// ReduceStd: y = sqrt(var); dx = ReduceVar's formula with g replaced by
+	// g/(2y), which is 0 where y == 0 (even for a NaN g).
+	ReduceStd
+)
+
+var reduceOpNames = [...]string{ReduceSum: "sum", ReduceMean: "mean", ReduceMax: "max", ReduceMin: "min",
+	ReduceProd: "prod", ReduceNorm2: "norm2", ReduceLogSumExp: "logsumexp", ReduceVar: "var", ReduceStd: "std"}
+
+// String returns the op's kernel name part, e.g. "logsumexp".
+func (op ReduceOp) String() string {
+	if op >= 1 && int(op) < len(reduceOpNames) {
+		return reduceOpNames[op]
+	}
+	return fmt.Sprintf("ReduceOp(%d)", uint8(op))
+}
+
+// ReduceOps lists every reduction op.
+func ReduceOps() []ReduceOp {
+	return []ReduceOp{ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceProd, ReduceNorm2,
+		ReduceLogSumExp, ReduceVar, ReduceStd}
+}
+
+// needsSaved reports whether the op requires the saved x and y (every op
+// but Sum and Mean; Var reads only x but takes y like the others).
+func (op ReduceOp) needsSaved() bool { return op != ReduceSum && op != ReduceMean }
+
+// hasStats reports whether the backward needs per-slice statistics (the
+// tie count, the zero count and product, or the mean).
+func (op ReduceOp) hasStats() bool {
+	switch op {
+	case ReduceMax, ReduceMin, ReduceProd, ReduceVar, ReduceStd:
+		return true
+	}
+	return false
+}
+
+// ReduceDesc describes a reduction backward over one axis.
+type ReduceDesc struct {
+	Op    ReduceOp
+	DType dtype.DType
+	// Shape is the forward input's shape (rank 1..8); x and dx have it, dy
+	// and y have it with the axis set to 1 (keepdim form).
+	Shape []int
+	// Axis is the reduced axis, in -rank..rank-1; negative values count
+	// from the end as in Python.
+	Axis int
+	// Correction is Var's and Std's c (the divisor is N - c), used as given:
+	// the zero value means c = 0 (the population variance). PyTorch's
+	// default is 1, so torch.var(x, dim) corresponds to Correction: 1. It
+	// must be finite; other ops ignore it.
+	Correction float64
+}
+
+// ReduceArgs are the operands of one Run. X and Y (the saved input and the
+// saved keepdim output) are required by every op except Sum and Mean, which
+// ignore them. DX must not share memory with DY, X or Y. Workspace must
+// hold WorkspaceSize() bytes, 16-byte aligned, when that is not 0; its
+// contents need no initialization.
+type ReduceArgs struct {
+	DY, X, Y  Tensor
+	DX        Tensor
+	Workspace driver.Buffer
+}
+
+// ReduceBackward is a validated plan for one reduction backward. It is
+// immutable and safe for concurrent use (concurrent Runs need separate
+// workspaces).
+type ReduceBackward struct {
+	id     planID
+	desc   ReduceDesc
+	shape  []int // input shape
+	keep   []int // keepdim shape
+	axis   int   // normalized
+	numel  int64
+	k      int64 // reduced axis length
+	slices int64 // numel / k
+	scale  float64
+	row    reduceGeom
+	col    reduceGeom
+	ws     int64
+	rowK   *kernelRef // one pass, the row mapping
+	colK   *kernelRef // one pass, the col mapping
+	stats  *kernelRef // split slices, first pass (nil without statistics)
+	apply  *kernelRef // split slices, second pass (nil without statistics)
+}
+
+// reduceLayout mirrors ReduceLayout in gen/reduce.cuh; it travels by value
+// as the kernels' last parameter.
+type reduceLayout struct {
+	k, slices, chunk, nchunks, tiles int64
+	scale                            float64
+	mapping, group, vec, reverse     int32
+	srank, cvec                      int32
+	sdim                             [MaxRank - 1]int64
+	sstride                          [4][MaxRank - 1]int64 // x, y, dy, dx
+	kstride                          [2]int64              // x, dx
+	vstride                          [2]int64              // y, dy of the innermost slice dim
+}
+
+// Geometry. A slice (the k elements reduced into one output) is cut into
+// chunks; a (slice, chunk) pair is a tile. The row mapping (the axis is x's
+// fastest dim) gives a tile G threads stepping along the axis with 16-byte
+// packs; the col mapping (an outer axis) gives a block 256/H threads across
+// slices, each taking V adjacent slices (V = 4, 2 for f64, when x and dx
+// are contiguous across them, else 1), by H threads along the axis. The
+// chunking depends on the shape and dtype only, so the workspace size is
+// known at plan time and results are the same bits on every GPU.
+const (
+	redBlock = 256
+	// redCacheValues is RedCache in reduce.cuh: x values per row thread
+	// kept in registers (4 for f64), so a row of up to G*16 values is read
+	// once.
+	redCacheValues = 16
+	// redTargetThreads is the parallelism a launch aims for (about the
+	// resident threads of a large GPU); slices are split into chunks only
+	// when they give fewer than half of it.
+	redTargetThreads = 1 << 18
+	// Split chunks keep at least this much work per thread: packs (row) or
+	// positions (col).
+	redMinRowPacks = 4
+	redMinColRows  = 16
+	// redMaxElems bounds numel so that offset arithmetic cannot overflow.
+	redMaxElems = int64(1) << 60
+)
+
+const (
+	redRow = 0
+	redCol = 1
+)
+
+// reduceGeom is one mapping's cut of the slices.
+type reduceGeom struct {
+	group   int32 // row: threads per tile G; col: threads along the axis H
+	chunk   int64 // positions per chunk
+	nchunks int64
+	tiles   int64
+}
+
+func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
+
+// pow2Clamp is the smallest power of two >= v, clamped to [1, hi].
+func pow2Clamp(v int64, hi int32) int32 {
+	p := int32(1)
+	for p < hi && int64(p) < v {
+		p <<= 1
+	}
+	return p
+}
+
+// rowGeometry: G threads per slice, enough for each to hold at most
+// RedCache's packs; long slices over few rows are split so that the launch
+// reaches redTargetThreads.
+func rowGeometry(slices, k int64, size int) reduceGeom {
+	n := int64(16 / size)
+	units := ceilDiv(k, n)
+	cp := int64(redCacheValues) / n
+	if size == 8 {
+		cp = 2
+	}
+	g := pow2Clamp(ceilDiv(units, cp), redBlock)
+	geo := reduceGeom{group: g, chunk: k, nchunks: 1, tiles: slices}
+	if g == redBlock && slices < redTargetThreads/(2*redBlock) {
+		c := ceilDiv(redTargetThreads, slices*redBlock)
+		if m := units / (redBlock * redMinRowPacks); c > m {
+			c = m
+		}
+		if c > 1 {
+			geo.chunk = ceilDiv(units, c) * n
+			geo.nchunks = ceilDiv(k, geo.chunk)
+			geo.tiles = slices * geo.nchunks
+		}
+	}
+	return geo
+}
+
+// colGeometry: H = min(8, k) threads along the axis, 256/H threads across
+// slices taking v slices each; split along the axis when the slice blocks
+// are too few. tiles assumes v slices per thread (see colVec).
+func colGeometry(slices, k int64, v int64) reduceGeom {
+	h := pow2Clamp(k, 8)
+	w := int64(redBlock/h) * v
+	blocks := ceilDiv(slices, w)
+	geo := reduceGeom{group: h, chunk: k, nchunks: 1, tiles: blocks}
+	if blocks < redTargetThreads/(2*redBlock) {
+		c := ceilDiv(redTargetThreads, blocks*redBlock)
+		if m := k / (int64(h) * redMinColRows); c > m {
+			c = m
+		}
+		if c > 1 {
+			geo.chunk = ceilDiv(k, c)
+			geo.nchunks = ceilDiv(k, geo.chunk)
+			geo.tiles = blocks * geo.nchunks
+		}
+	}
+	return geo
+}
+
+// colVec is RedColVec in reduce.cuh: adjacent slices per col thread.
+func colVec(dt dtype.DType) int64 {
+	if dt == dtype.F64 {
+		return 2
+	}
+	return 4
+}
+
+// redAccSize is the size of one workspace entry (RedAcc<opmath>).
+func redAccSize(dt dtype.DType) int64 {
+	if dt == dtype.F64 {
+		return 16
+	}
+	return 8
+}
+
+// NewReduceBackward validates desc and selects the kernels.
+func NewReduceBackward(desc ReduceDesc) (*ReduceBackward, error) {
+	id := planID{plan: "ReduceBackward", op: desc.Op.String(), dt: desc.DType}
+	if desc.Op < ReduceSum || desc.Op > ReduceStd {
+		return nil, id.errorf(ErrUnsupported, "unknown reduce op %d", uint8(desc.Op))
+	}
+	if !desc.DType.Valid() {
+		return nil, id.errorf(ErrDType, "dtype %s is not one of f32, f16, bf16, f64", desc.DType)
+	}
+	if err := id.checkShape("shape", desc.Shape, 1); err != nil {
+		return nil, err
+	}
+	rank := len(desc.Shape)
+	if desc.Axis < -rank || desc.Axis >= rank {
+		return nil, id.errorf(ErrAxis, "axis %d is out of range for shape %v (rank %d takes -%d..%d)",
+			desc.Axis, desc.Shape, rank, rank, rank-1)
+	}
+	axis := desc.Axis
+	if axis < 0 {
+		axis += rank
+	}
+	numel := int64(1)
+	for _, d := range desc.Shape {
+		if d != 0 && numel > redMaxElems/int64(d) {
+			return nil, id.errorf(ErrShape, "shape %v has more than 2^60 elements", desc.Shape)
+		}
+		numel *= int64(d)
+	}
+	k := int64(desc.Shape[axis])
+	if k == 0 && (desc.Op == ReduceMax || desc.Op == ReduceMin) {
+		return nil, id.errorf(ErrShape, "the reduced axis %d of shape %v has length 0: %s of an empty slice is undefined (PyTorch errors in the forward)",
+			axis, desc.Shape, desc.Op)
+	}
+	if (desc.Op == ReduceVar || desc.Op == ReduceStd) && (math.IsNaN(desc.Correction) || math.IsInf(desc.Correction, 0)) {
+		return nil, id.errorf(ErrParam, "correction %v must be finite", desc.Correction)
+	}
+	p := &ReduceBackward{id: id, desc: desc, shape: append([]int(nil), desc.Shape...), axis: axis,
+		numel: numel, k: k}
+	p.desc.Shape = p.shape
+	p.keep = append([]int(nil), desc.Shape...)
+	p.keep[axis] = 1
+	refs := []struct {
+		variant string
+		ref     **kernelRef
+	}{{"row", &p.rowK}, {"col", &p.colK}, {"stats", &p.stats}, {"apply", &p.apply}}
+	if !desc.Op.hasStats() {
+		refs = refs[:2]
+	}
+	for _, r := range refs {
+		name, ok := lookupKernel("reduce", desc.Op.String(), desc.DType, r.variant)
+		if !ok {
+			return nil, id.errorf(ErrUnsupported, "no %s kernel for %s %s", r.variant, desc.Op, desc.DType)
+		}
+		*r.ref = newKernelRef("reduce", name)
+	}
+	switch desc.Op {
+	case ReduceMean:
+		if desc.DType == dtype.F64 {
+			p.scale = 1 / float64(k)
+		} else {
+			p.scale = float64(float32(1) / float32(k))
+		}
+	case ReduceVar, ReduceStd:
+		p.scale = 2 / (float64(k) - desc.Correction)
+	}
+	if numel > 0 {
+		p.slices = numel / k
+		p.row = rowGeometry(p.slices, k, desc.DType.Size())
+		p.col = colGeometry(p.slices, k, colVec(desc.DType))
+		if desc.Op.hasStats() {
+			entries := int64(0)
+			if p.row.nchunks > 1 {
+				entries = p.slices * p.row.nchunks
+			}
+			if p.col.nchunks > 1 {
+				entries = max(entries, p.slices*p.col.nchunks)
+			}
+			p.ws = entries * redAccSize(desc.DType)
+		}
+	}
+	return p, nil
+}
+
+// Kernel identifies the kernel that writes dx for contiguous operands: the
+// "row" variant when the reduced axis is innermost, else "col"; "apply"
+// (after "stats") when an op with statistics splits its slices. Strided
+// operands may take the other mapping.
+func (p *ReduceBackward) Kernel() KernelInfo {
+	inner := int64(1)
+	for _, d := range p.shape[p.axis+1:] {
+		inner *= int64(d)
+	}
+	ref, geo := p.colK, p.col
+	if p.k > 1 && inner == 1 {
+		ref, geo = p.rowK, p.row
+	}
+	if p.stats != nil && geo.nchunks > 1 {
+		ref = p.apply
+	}
+	return KernelInfo{Name: ref.name, Family: "reduce", Op: p.id.op, DType: p.desc.DType, Backend: backend}
+}
+
+// Precision: math in opmath; Max, Min, Prod, Var and Std accumulate their
+// per-slice statistics (tie count, product, sum) in opmath too, in a fixed
+// order.
+func (p *ReduceBackward) Precision() Precision {
+	return precisionFor(p.desc.DType, p.desc.Op.hasStats())
+}
+
+// WorkspaceSize is the scratch memory Run needs, in bytes: non-zero only for
+// ops with statistics (Max, Min, Prod, Var, Std) over few, long slices,
+// which are split into chunks whose partial statistics go there. It depends
+// only on the descriptor.
+func (p *ReduceBackward) WorkspaceSize() int64 { return p.ws }
+
+// Desc returns the plan's descriptor.
+func (p *ReduceBackward) Desc() ReduceDesc {
+	d := p.desc
+	d.Shape = append([]int(nil), p.shape...)
+	return d
+}
+
+// KeepdimShape is the shape of dy and y: the input shape with the reduced
+// axis set to 1.
+func (p *ReduceBackward) KeepdimShape() []int { return append([]int(nil), p.keep...) }
+
+// operand validates one tensor, restating a shape mismatch with what the
+// shape must be.
+func (p *ReduceBackward) operand(field string, t *Tensor, role tensorRole, keep bool) error {
+	shape := p.shape
+	if keep {
+		shape = p.keep
+	}
+	err := p.id.checkTensor(field, t, role, p.desc.DType, shape)
+	if errors.Is(err, ErrShape) {
+		if keep {
+			return p.id.errorf(ErrShape, "%s shape %v must equal %v (the input shape %v with axis %d set to 1)",
+				field, t.Shape, p.keep, p.shape, p.axis)
+		}
+		return p.id.errorf(ErrShape, "%s shape %v must equal the input shape %v", field, t.Shape, p.shape)
+	}
+	return err
+}
+
+// Check validates args against the plan without launching anything.
+func (p *ReduceBackward) Check(a *ReduceArgs) error {
+	if a == nil {
+		return p.id.errorf(ErrMissing, "args is nil")
+	}
+	if err := p.operand("dy", &a.DY, roleInput, true); err != nil {
+		return err
+	}
+	saved := p.desc.Op.needsSaved()
+	if saved {
+		if err := p.operand("x", &a.X, roleSaved, false); err != nil {
+			return err
+		}
+		if err := p.operand("y", &a.Y, roleSaved, true); err != nil {
+			return err
+		}
+	}
+	if err := p.operand("dx", &a.DX, roleOutput, false); err != nil {
+		return err
+	}
+	if p.ws > 0 {
+		w := a.Workspace
+		if w.Addr == 0 {
+			return p.id.errorf(ErrMissing, "workspace is required: WorkspaceSize() is %d bytes", p.ws)
+		}
+		if w.Size < p.ws {
+			return p.id.errorf(ErrBufferTooSmall, "workspace needs %d bytes (WorkspaceSize) but has %d", p.ws, w.Size)
+		}
+		if w.Addr%16 != 0 {
+			return p.id.errorf(ErrLayout, "workspace address %#x is not 16-byte aligned", uintptr(w.Addr))
+		}
+	}
+	if p.numel == 0 {
+		return nil
+	}
+	if err := p.disjoint("dy", &a.DY, &a.DX); err != nil {
+		return err
+	}
+	if saved {
+		if err := p.disjoint("x", &a.X, &a.DX); err != nil {
+			return err
+		}
+		if err := p.disjoint("y", &a.Y, &a.DX); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// disjoint fails when dx's memory range meets an input's: dx is written
+// while x may still be read (in place is not supported).
+func (p *ReduceBackward) disjoint(field string, in, dx *Tensor) error {
+	size := int64(p.desc.DType.Size())
+	lo1, hi1 := memRange(in, size)
+	lo2, hi2 := memRange(dx, size)
+	if lo1 < hi2 && lo2 < hi1 {
+		return p.id.errorf(ErrLayout, "dx [%#x, %#x) overlaps %s [%#x, %#x); dx must not share memory with an input",
+			lo2, hi2, field, lo1, hi1)
+	}
+	return nil
+}
+
+// memRange is the byte range from element 0 to the end of the last element
+// a (validated, non-empty) tensor addresses.
+func memRange(t *Tensor, size int64) (lo, hi uint64) {
+	span := int64(1)
+	for d := range t.Shape {
+		span += int64(t.Shape[d]-1) * t.strideOf(d)
+	}
+	lo = uint64(t.Buf.Addr)
+	return lo, lo + uint64(span*size)
+}
+
+// layout builds the kernel layout for args: the slice dims (every dim but
+// the axis and size-1 dims) ordered by x's strides, largest first, and
+// merged where every operand allows; the row mapping when the axis is x's
+// fastest dim, else the col mapping.
+func (p *ReduceBackward) layout(a *ReduceArgs, L *reduceLayout) {
+	var ts [4]*Tensor // x, y, dy, dx
+	if p.desc.Op.needsSaved() {
+		ts[0], ts[1] = &a.X, &a.Y
+	}
+	ts[2], ts[3] = &a.DY, &a.DX
+	ref := 3
+	if ts[0] != nil {
+		ref = 0
+	}
+	var dim [MaxRank]int64
+	var st [4][MaxRank]int64
+	n := 0
+	for d, sz := range p.shape {
+		if d == p.axis || sz == 1 {
+			continue
+		}
+		dim[n] = int64(sz)
+		for i, t := range ts {
+			if t != nil {
+				st[i][n] = t.strideOf(d)
+			}
+		}
+		// Insertion by ref's stride, largest first (stable for ties).
+		for j := n; j > 0 && st[ref][j] > st[ref][j-1]; j-- {
+			dim[j], dim[j-1] = dim[j-1], dim[j]
+			for i := range st {
+				st[i][j], st[i][j-1] = st[i][j-1], st[i][j]
+			}
+		}
+		n++
+	}
+	m := 0
+	for j := 0; j < n; j++ {
+		if m > 0 {
+			ok := true
+			for i := range st {
+				if st[i][m-1] != st[i][j]*dim[j] {
+					ok = false
+					break
+				}
+			}
+			if ok {
+				dim[m-1] *= dim[j]
+				for i := range st {
+					st[i][m-1] = st[i][j]
+				}
+				continue
+			}
+		}
+		dim[m] = dim[j]
+		for i := range st {
+			st[i][m] = st[i][j]
+		}
+		m++
+	}
+	var kst [4]int64
+	for i, t := range ts {
+		if t != nil && (i == 0 || i == 3) {
+			kst[i] = t.strideOf(p.axis)
+		}
+	}
+	row := p.k > 1 && (m == 0 || kst[ref] <= st[ref][m-1])
+	geo, mapping := p.col, int32(redCol)
+	if row {
+		geo, mapping = p.row, redRow
+	}
+	*L = reduceLayout{k: p.k, slices: p.slices, chunk: geo.chunk, nchunks: geo.nchunks, tiles: geo.tiles,
+		scale: p.scale, mapping: mapping, group: geo.group, srank: int32(m), cvec: 1}
+	if row && (ts[0] == nil || kst[0] == 1) && kst[3] == 1 {
+		L.vec = 1
+	}
+	L.kstride = [2]int64{kst[0], kst[3]}
+	for j := 0; j < m; j++ {
+		L.sdim[j] = dim[j]
+		for i := range st {
+			L.sstride[i][j] = st[i][j]
+		}
+	}
+	if m > 0 {
+		L.vstride = [2]int64{st[1][m-1], st[2][m-1]}
+	}
+	if !row {
+		if v := colVec(p.desc.DType); p.colVectorizable(ts[0], ts[3], &dim, &st, kst, m, v) {
+			L.cvec = int32(v)
+		}
+		w := int64(redBlock/geo.group) * int64(L.cvec)
+		L.tiles = ceilDiv(p.slices, w) * geo.nchunks
+	}
+}
+
+// colVectorizable reports whether col threads can move v adjacent slices
+// with one access: x and dx step 1 across the innermost slice dim, whose
+// length is a multiple of v, every other step of theirs is a multiple of
+// v, and both start aligned to v elements' bytes.
+func (p *ReduceBackward) colVectorizable(x, dx *Tensor, dim *[MaxRank]int64, st *[4][MaxRank]int64, kst [4]int64, m int, v int64) bool {
+	if m == 0 || dim[m-1]%v != 0 {
+		return false
+	}
+	align := uint64(v) * uint64(p.desc.DType.Size())
+	for _, i := range [2]int{0, 3} {
+		if i == 0 && x == nil {
+			continue
+		}
+		t := dx
+		if i == 0 {
+			t = x
+		}
+		if st[i][m-1] != 1 || kst[i]%v != 0 || uint64(t.Buf.Addr)%align != 0 {
+			return false
+		}
+		for j := 0; j < m-1; j++ {
+			if st[i][j]%v != 0 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// blocks is the grid a launch of L needs before the resident limit.
+func (L *reduceLayout) blocks() int64 {
+	if L.mapping == redRow {
+		return ceilDiv(L.tiles, int64(redBlock/L.group))
+	}
+	return L.tiles
+}
+
+// Run validates args and enqueues the kernels on s: the row or col kernel
+// (by the operands' strides), or, when an op with statistics splits its
+// slices into chunks, the stats kernel then the apply kernel; nothing for
+// an empty tensor. It never allocates
+// device memory, copies from the host or synchronizes.
+func (p *ReduceBackward) Run(s *driver.Stream, a *ReduceArgs) error {
+	if s == nil {
+		return p.id.errorf(ErrNilStream, "Run needs a stream")
+	}
+	if err := p.Check(a); err != nil {
+		return err
+	}
+	if p.numel == 0 {
+		return nil
+	}
+	var L reduceLayout
+	p.layout(a, &L)
+	ctx := s.Context()
+	main := p.colK
+	if L.mapping == redRow {
+		main = p.rowK
+	}
+	if p.stats != nil && L.nchunks > 1 {
+		lf, err := p.stats.resolve(ctx)
+		if err != nil {
+			return err
+		}
+		if err := p.launch(s, lf, a, &L); err != nil {
+			return err
+		}
+		L.reverse = 1
+		main = p.apply
+	}
+	lf, err := main.resolve(ctx)
+	if err != nil {
+		return err
+	}
+	return p.launch(s, lf, a, &L)
+}
+
+func (p *ReduceBackward) launch(s *driver.Stream, lf *loadedFunction, a *ReduceArgs, L *reduceLayout) error {
+	grid := L.blocks()
+	if limit := int64(lf.sms * lf.blocksPerSM); grid > limit {
+		grid = limit
+	}
+	args := driver.GetArgs()
+	p.pack(args, a, L)
+	err := lf.fn.Launch(s, [3]uint32{uint32(max(grid, 1)), 1, 1}, [3]uint32{redBlock, 1, 1}, 0, args)
+	driver.PutArgs(args)
+	return err
+}
+
+// pack appends the kernel parameters in the order of the spec's reduce ABI:
+// x, y (null for Sum and Mean), dy, dx, workspace, layout.
+func (p *ReduceBackward) pack(args *driver.Args, a *ReduceArgs, L *reduceLayout) {
+	var x, y driver.DevicePtr
+	if p.desc.Op.needsSaved() {
+		x, y = a.X.Buf.Addr, a.Y.Buf.Addr
+	}
+	args.Ptr(x)
+	args.Ptr(y)
+	args.Ptr(a.DY.Buf.Addr)
+	args.Ptr(a.DX.Buf.Addr)
+	args.Ptr(a.Workspace.Addr)
+	// The layout is copied into the argument block; L does not escape.
+	args.Bytes(unsafe.Pointer(L), unsafe.Sizeof(*L), 8)
+}
