@@ -1,0 +1,879 @@
+// Single-axis scan backward: given dy and the saved forward tensors, write
+// dx = dL/dx for y = cumsum, cumprod, cummax, cummin or logcumsumexp of x
+// along one axis (shared/SEMANTICS.md 4). Arithmetic is in opmath (float
+// for f16/bf16/f32, double for f64), every dx is rounded once when stored.
+//
+// One recurrence serves every op. Number the elements of a slice in the
+// order the forward scan visited them (k = 0 first; for a reverse forward
+// scan that is the end of the axis). With g = dy, each op gives every
+// element two factors a_k and c_k, and
+//
+//	S_k  = g_k + V_{k+1}            (V past the last element is 0)
+//	dx_k = c_k == 0 ? 0 : c_k * S_k
+//	V_k  = a_k (.) S_k              a (.) b = (a == 0 || b == 0) ? 0 : a*b
+//
+// so the gradient flowing in from later elements reaches element k scaled
+// by a_k. The strong-zero product (.) keeps a cut (a == 0) exact: inf or NaN
+// from later elements never leak past it. Per op:
+//
+//	cumsum        a = 1,                c = 1
+//	cumprod       a = x_k,              c = y_{k-1} (1 at k = 0)
+//	cummax/min    a = t_k ? 0 : 1,      c = t_k ? 1 : 0
+//	logcumsumexp  a = exp(y_{k-1}-y_k), c = exp(x_k - y_k)
+//
+// where t_k says that k is the index the forward picks at k. The element
+// map V -> a (.) (g + V) is affine, V -> u + a (.) V with u = a (.) g, and
+// two maps compose associatively:
+//
+//	(a1, u1) after (a2, u2) = (a1 (.) a2, u1 + a1 (.) u2)
+//
+// which turns the backward pass into a scan: a thread composes the maps of
+// its run of elements, the threads of a tile scan their maps (shuffles and
+// shared memory, in a fixed order), and the tiles of one slice chain
+// through a look-back in the workspace whose result is the sequential
+// chain of tile maps: deterministic and bit-stable. Nothing is O(n^2): a
+// thread touches its run a constant number of times, a tile's look-back
+// folds only the maps of tiles that are still running.
+//
+// cummax/cummin and cumprod also need a forward state, an exact associative
+// scan in the forward direction: the running extremum of x with its NaN
+// rule (t_k = x_k is NaN, or the running value before k is not NaN and
+// x_k >= it; <= for cummin), and for cumprod whether a zero of x came
+// before k (dx_k is then 0, PyTorch's third region, even where y is NaN).
+//
+// The direction is a run-time flag: a thread loads its run in memory order
+// and reverses it in registers when the forward scan ran from the end, so
+// every loop below walks scan order.
+//
+// Mappings (chosen by the launcher from the shape):
+//   row  the axis is the innermost dim: `split` threads (32..256) share a
+//        slice, each owning a run of ScanItems::row consecutive elements
+//        (16-byte packs when the operands are contiguous along the axis and
+//        aligned); 256/split slices per block.
+//   col  otherwise: the 32 lanes of a warp take 32 consecutive slices
+//        (coalesced across the inner dims) and `split` warps (1..8) share
+//        the axis, each owning `items` (<= ScanItems::col) consecutive
+//        elements.
+// A slice longer than one tile (split runs) is cut into `chunks` tiles.
+// Blocks take tiles through a ticket counter in carry order (the last tile
+// in scan order first) and chain them with the look-back; a tile only waits
+// on tiles with lower tickets, which are running or done. With a forward
+// state, two passes run first: phase 1 writes each tile's forward
+// aggregate, phase 2 turns them into exclusive prefixes per slice.
+#pragma once
+#include "common.cuh"
+
+#define SCAN_THREADS 256
+#define SCAN_WARPS 8
+#define SCAN_SRANK (BC_MAX_RANK - 1)
+
+enum { SCAN_MAIN = 0, SCAN_FWD_TILES = 1, SCAN_FWD_PREFIX = 2 };
+
+// ScanLayout is passed by value (mirrored by scanLayout in ops/scan.go).
+struct ScanLayout {
+	i64 n;        // elements along the scan axis (>= 1)
+	i64 nslices;  // slices: the product of the other dims
+	i64 chunks;   // tiles per slice; > 1 chains tiles through the workspace
+	i64 units;    // look-back units: slices (row) or 32-slice groups (col)
+	int srank;    // merged slice dims, 0..SCAN_SRANK
+	int reverse;  // the forward scan ran from the end of the axis
+	int phase;    // SCAN_MAIN, SCAN_FWD_TILES or SCAN_FWD_PREFIX
+	int split;    // row: threads per slice; col: warps along the axis
+	int items;    // col: elements per thread per tile (row: ScanItems::row)
+	int vec;      // row: every operand has unit stride along the axis
+	i64 sdim[SCAN_SRANK];        // slice dims, outermost first
+	unsigned long long smagic[SCAN_SRANK];  // division by sdim: see scan_div
+	int sshift[SCAN_SRANK + 1];
+	i64 sstride[4][SCAN_SRANK];  // dy, x, y, dx strides of the slice dims
+	i64 astride[4];              // dy, x, y, dx strides along the axis
+	i64 ws_flags;                // workspace byte offsets: tile flags,
+	i64 ws_agg;                  // tile maps, group values and
+	i64 ws_incl;                 // forward prefixes; the ticket counter
+	i64 ws_fwd;                  // is at offset 0
+};
+static_assert(sizeof(ScanLayout) == 488, "ScanLayout must match ops/scan.go");
+
+// Elements per thread per tile, at most (a run): 16, 8 for f64, by default;
+// more where the registers allow it (cumsum, and cummax/cummin whose
+// factors are bits): more bytes in flight per thread and fewer tiles. The
+// choice keeps every kernel clear of register spills under ptxas's
+// occupancy heuristics (go run ./gen -verify checks it); ops/scan.go's
+// scanItems mirrors it.
+template <typename T, typename Op> struct ScanItems {
+	static constexpr int row = sizeof(T) == 8 ? 8 : 16, col = row;
+};
+
+// Aff is the map V -> u + a (.) V.
+template <typename M> struct __align__(2 * sizeof(M)) Aff {
+	M a, u;
+};
+
+// sz is the strong-zero product: 0 when either factor is 0, even inf or NaN.
+template <typename M> __device__ __forceinline__ M sz(M a, M b) {
+	return (a == M(0) || b == M(0)) ? M(0) : a * b;
+}
+template <typename M> __device__ __forceinline__ Aff<M> aff_identity() { return Aff<M>{M(1), M(0)}; }
+// compose(p, q) is p after q (q is nearer the start of the carry) and
+// apply(p, v) is p(v); Op::mul is the op's product a (.) v, the strong-zero
+// product or a cheaper form where a is known to be 1 (cumsum) or 0/1
+// (cummax, cummin).
+template <typename Op, typename M> __device__ __forceinline__ Aff<M> compose(Aff<M> p, Aff<M> q) {
+	return Aff<M>{Op::mul(p.a, q.a), p.u + Op::mul(p.a, q.u)};
+}
+template <typename Op, typename M> __device__ __forceinline__ M apply(Aff<M> p, M v) { return p.u + Op::mul(p.a, v); }
+
+template <typename M> __device__ __forceinline__ bool scan_finite(M v) { return v - v == M(0); }
+// Infinity and NaN as constants (common.cuh's bc_inf and bc_nan divide at
+// run time, which costs a division routine per call).
+template <typename M> __device__ __forceinline__ M scan_inf();
+template <> __device__ __forceinline__ float scan_inf<float>() { return __int_as_float(0x7f800000); }
+template <> __device__ __forceinline__ double scan_inf<double>() { return __longlong_as_double(0x7ff0000000000000LL); }
+template <typename M> __device__ __forceinline__ M scan_nan();
+template <> __device__ __forceinline__ float scan_nan<float>() { return __int_as_float(0x7fffffff); }
+template <> __device__ __forceinline__ double scan_nan<double>() { return __longlong_as_double(0x7fffffffffffffffLL); }
+
+// ---- ops ----------------------------------------------------------------
+//
+// prep(x, y, yp, first, single, f, a, c) sets the factors of one element
+// from its saved x and y, yp = y of the element before it in scan order
+// (first: there is none), single (the axis has length 1) and f, the forward
+// state before it. grad(g) is the gradient the op uses for dy.
+
+// StrongZero: the factors are general numbers; a (.) v and dx = c*S keep
+// their zeros exact.
+struct StrongZero {
+	static constexpr bool strong = true;
+	template <typename M> __device__ static M mul(M a, M v) { return sz(a, v); }
+	template <typename M> __device__ static M scale(M c, M s) { return c == M(0) ? M(0) : c * s; }
+};
+
+// NoFwd is the forward state of ops that need none.
+struct NoFwd {
+	static constexpr bool fwd = false, fwd_shortcut = false, mask_factors = false, strong = false;
+	template <typename M> __device__ static M x_fill() { return M(0); }
+	template <typename M> __device__ static M fwd_identity() { return M(0); }
+	template <typename M> __device__ static M fwd_value(M) { return M(0); }
+	template <typename M> __device__ static M fwd_combine(M a, M) { return a; }
+};
+
+// cumsum: dx_k = sum_{j>=k} g_j (the reverse cumsum of dy).
+struct CumsumBw : NoFwd {
+	static constexpr bool needs_x = false, needs_y = false;
+	template <typename M> __device__ static M mul(M, M v) { return v; }
+	template <typename M> __device__ static M scale(M, M s) { return s; }
+	template <typename M> __device__ static M grad(M g) { return g; }
+	template <typename M> __device__ static void prep(M, M, M, bool, bool, M, M& a, M& c) {
+		a = M(1);
+		c = M(1);
+	}
+};
+
+template <typename T> struct ScanItems<T, CumsumBw> {
+	static constexpr int row = sizeof(T) == 8 ? 8 : sizeof(T) == 2 ? 32 : 16, col = sizeof(T) == 8 ? 8 : 32;
+};
+
+// cumprod: dx_k = y_{k-1} * sum_{j>=k} g_j * x_{k+1}...x_j, exact with zeros
+// and without division; PyTorch's three regions follow: before the first
+// zero z1 the usual value, at z1 the value with the products cut at the
+// second zero, after z1 exactly 0 (the forward state: a zero came before
+// k). Where x_k is inf or NaN and no zero came before, dx_k is NaN as
+// PyTorch's division gives, unless the axis has length 1 (dx = dy).
+struct CumprodBw : StrongZero {
+	static constexpr bool needs_x = true, needs_y = true;
+	static constexpr bool fwd = true, mask_factors = false;
+	// Phase 1 can tell a tile has no zero from y at its last element alone
+	// (nonzero, not NaN), and reads x only otherwise.
+	static constexpr bool fwd_shortcut = true;
+	template <typename M> __device__ static M fwd_identity() { return M(0); }
+	template <typename M> __device__ static M x_fill() { return M(1); }
+	template <typename M> __device__ static M fwd_value(M x) { return x == M(0) ? M(1) : M(0); }
+	template <typename M> __device__ static M fwd_combine(M a, M b) { return a > b ? a : b; }
+	template <typename M> __device__ static M grad(M g) { return g; }
+	template <typename M> __device__ static void prep(M x, M, M yp, bool first, bool single, M f, M& a, M& c) {
+		a = x;
+		c = first ? M(1) : yp;
+		if (f != M(0)) c = M(0);
+		else if (!single && c != M(0) && !scan_finite(x)) c = scan_nan<M>();
+	}
+};
+
+// Running extremum with PyTorch's NaN rule: a NaN sticks; E > 0 max, else min.
+// The factors are 0 or 1 (a = 1 - c), so a run keeps them as one bit mask.
+template <int E> struct ExtremumFwd {
+	static constexpr bool fwd = true, fwd_shortcut = false, mask_factors = true, strong = false;
+	template <typename M> __device__ static M fwd_identity() { return E > 0 ? -scan_inf<M>() : scan_inf<M>(); }
+	template <typename M> __device__ static M x_fill() { return fwd_identity<M>(); }
+	template <typename M> __device__ static M fwd_value(M x) { return x; }
+	template <typename M> __device__ static M fwd_combine(M m, M v) {
+		if (bc_isnan(m)) return m;
+		if (bc_isnan(v)) return v;
+		return E > 0 ? (v > m ? v : m) : (v < m ? v : m);
+	}
+};
+
+// cummax (E = 1) / cummin (E = -1): dx_k = sum of g_j over the j whose
+// forward index is k, a gather (no atomics): t_k holds when x_k is NaN
+// (each NaN takes over), or when the running extremum before k is not NaN
+// and x_k >= it (<= for cummin: the LAST occurrence wins ties); a running
+// NaN is never replaced by a number.
+template <int E> struct CumExtBw : ExtremumFwd<E> {
+	static constexpr bool needs_x = true, needs_y = false;
+	template <typename M> __device__ static M mul(M a, M v) { return a != M(0) ? v : M(0); }
+	template <typename M> __device__ static M scale(M c, M s) { return c != M(0) ? s : M(0); }
+	template <typename M> __device__ static M grad(M g) { return g; }
+	template <typename M> __device__ static void prep(M x, M, M, bool, bool, M f, M& a, M& c) {
+		const bool t = bc_isnan(x) || (!bc_isnan(f) && (E > 0 ? x >= f : x <= f));
+		a = t ? M(0) : M(1);
+		c = t ? M(1) : M(0);
+	}
+};
+typedef CumExtBw<1> CummaxBw;
+typedef CumExtBw<-1> CumminBw;
+template <typename T, int E> struct ScanItems<T, CumExtBw<E> > {
+	static constexpr int row = sizeof(T) == 2 ? 32 : 16, col = sizeof(T) == 8 ? 16 : 32;
+};
+
+// logcumsumexp: dx_k = exp(x_k - y_k) * T_k with T_k = g_k + exp(y_k -
+// y_{k+1}) T_{k+1}, PyTorch's exp(x_k) sum_{j>=k} g_j exp(-y_j) without
+// overflow: every exponent is <= 0 for the nondecreasing y. A leading -inf
+// run (y = -inf) gives NaN, as PyTorch; a NaN in dy contributes nothing, as
+// PyTorch's log-space form (which maps it to the lowest value) does.
+struct LogcumsumexpBw : NoFwd, StrongZero {
+	static constexpr bool needs_x = true, needs_y = true, strong = true;
+	template <typename M> __device__ static M grad(M g) { return bc_isnan(g) ? M(0) : g; }
+	template <typename M> __device__ static void prep(M x, M y, M yp, bool first, bool, M, M& a, M& c) {
+		a = first ? M(0) : bc_exp(yp - y);
+		c = bc_exp(x - y);
+	}
+};
+
+// ---- memory -------------------------------------------------------------
+
+// scan_div returns n / d for 0 <= n < 2^62 from the launcher's constants:
+// magic == 0 means d = 2^shift; otherwise floor(n * magic / 2^(64+shift))
+// (Granlund and Montgomery with a 62-bit dividend).
+__device__ __forceinline__ unsigned long long scan_div(unsigned long long n, unsigned long long magic, int shift) {
+	return magic == 0 ? n >> shift : __umul64hi(n, magic) >> shift;
+}
+
+// Element offsets of a slice's element 0 in dy, x, y, dx.
+__device__ __forceinline__ void scan_slice_offsets(const ScanLayout& L, i64 s, i64 (&off)[4]) {
+#pragma unroll
+	for (int t = 0; t < 4; ++t) off[t] = 0;
+	unsigned long long rem = (unsigned long long)s;
+#pragma unroll
+	for (int d = SCAN_SRANK - 1; d >= 0; --d) {
+		if (d < L.srank) {
+			unsigned long long idx = rem;
+			if (d > 0) {
+				const unsigned long long q = scan_div(rem, L.smagic[d], L.sshift[d]);
+				idx = rem - q * (unsigned long long)L.sdim[d];
+				rem = q;
+			}
+#pragma unroll
+			for (int t = 0; t < 4; ++t) off[t] += (i64)idx * L.sstride[t][d];
+		}
+	}
+}
+
+// scan_ld is a read-only-cache load of one element (compute_70 has no
+// __ldg for bf16, so 16-bit types load their bits).
+template <typename T> __device__ __forceinline__ T scan_ld(const T* p) { return __ldg(p); }
+template <> __device__ __forceinline__ __half scan_ld(const __half* p) {
+	const unsigned short r = __ldg(reinterpret_cast<const unsigned short*>(p));
+	__half v;
+	memcpy(&v, &r, 2);
+	return v;
+}
+template <> __device__ __forceinline__ __nv_bfloat16 scan_ld(const __nv_bfloat16* p) {
+	const unsigned short r = __ldg(reinterpret_cast<const unsigned short*>(p));
+	__nv_bfloat16 v;
+	memcpy(&v, &r, 2);
+	return v;
+}
+
+// load_run reads cnt <= N elements k0, k0+1, ... of one slice of p (element
+// 0 at base, axis stride st) into v in memory order, fill past cnt; with
+// vec (unit stride) and a full, 16-byte aligned run it uses 128-bit loads.
+template <typename T, int N>
+__device__ __forceinline__ void load_run(const T* __restrict__ p, i64 base, i64 st, i64 k0, int cnt, bool vec,
+		typename OpMath<T>::type (&v)[N], typename OpMath<T>::type fill) {
+	constexpr int P = Pack<T>::N;
+	const T* q = p + base + k0 * st;
+	if (vec && cnt == N && (reinterpret_cast<unsigned long long>(q) & 15) == 0) {
+#pragma unroll
+		for (int i = 0; i < N / P; ++i) {
+			const Pack<T> pk = load_pack(q + i * P);
+#pragma unroll
+			for (int e = 0; e < P; ++e) v[i * P + e] = to_op(pk.v[e]);
+		}
+	} else if (cnt == N) {
+		// A full run needs no per-element test; the pointer steps by st.
+#pragma unroll
+		for (int j = 0; j < N; ++j, q += st) v[j] = to_op(scan_ld(q));
+	} else {
+#pragma unroll
+		for (int j = 0; j < N; ++j, q += st) {
+			v[j] = fill;
+			if (j < cnt) v[j] = to_op(scan_ld(q));
+		}
+	}
+}
+
+template <typename T, int N>
+__device__ __forceinline__ void store_run(T* __restrict__ p, i64 base, i64 st, i64 k0, int cnt, bool vec,
+		const typename OpMath<T>::type (&v)[N]) {
+	constexpr int P = Pack<T>::N;
+	T* q = p + base + k0 * st;
+	if (vec && cnt == N && (reinterpret_cast<unsigned long long>(q) & 15) == 0) {
+#pragma unroll
+		for (int i = 0; i < N / P; ++i) {
+			Pack<T> pk;
+#pragma unroll
+			for (int e = 0; e < P; ++e) pk.v[e] = from_op<T>(v[i * P + e]);
+			store_pack(q + i * P, pk);
+		}
+	} else if (cnt == N) {
+#pragma unroll
+		for (int j = 0; j < N; ++j, q += st) *q = from_op<T>(v[j]);
+	} else {
+#pragma unroll
+		for (int j = 0; j < N; ++j, q += st)
+			if (j < cnt) *q = from_op<T>(v[j]);
+	}
+}
+
+// flip reverses v in place when rev: memory order <-> scan order.
+template <typename M, int N> __device__ __forceinline__ void flip(M (&v)[N], bool rev) {
+	if (rev) {
+#pragma unroll
+		for (int i = 0; i < N / 2; ++i) {
+			const M t = v[i];
+			v[i] = v[N - 1 - i];
+			v[N - 1 - i] = t;
+		}
+	}
+}
+
+__device__ __forceinline__ void st_aff(Aff<float>* p, Aff<float> v) {
+	__stcg(reinterpret_cast<float2*>(p), make_float2(v.a, v.u));
+}
+__device__ __forceinline__ void st_aff(Aff<double>* p, Aff<double> v) {
+	__stcg(reinterpret_cast<double2*>(p), make_double2(v.a, v.u));
+}
+__device__ __forceinline__ Aff<float> ld_aff(const Aff<float>* p) {
+	const float2 r = __ldcg(reinterpret_cast<const float2*>(p));
+	return Aff<float>{r.x, r.y};
+}
+__device__ __forceinline__ Aff<double> ld_aff(const Aff<double>* p) {
+	const double2 r = __ldcg(reinterpret_cast<const double2*>(p));
+	return Aff<double>{r.x, r.y};
+}
+
+__device__ __forceinline__ unsigned ld_flag(const unsigned* p) { return *reinterpret_cast<const volatile unsigned*>(p); }
+__device__ __forceinline__ void st_flag(unsigned* p, unsigned v) { *reinterpret_cast<volatile unsigned*>(p) = v; }
+// fence_gpu orders this thread's earlier and later memory operations for
+// the whole GPU (acquire-release; __threadfence is the slower
+// sequentially consistent fence). With the relaxed flag accesses above it
+// forms the fence-flag synchronization of the PTX memory model.
+__device__ __forceinline__ void fence_gpu() { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
+
+// ---- one thread's run of elements ----------------------------------------
+
+// ScanRun holds a thread's cnt consecutive elements k0.. of one slice.
+// After load the arrays are in scan order: index i is element k0 + i, or
+// with rev element k0 + N-1-i, and the valid indices are [lo, hi).
+template <typename T, typename Op, int N>
+struct ScanRun {
+	typedef typename OpMath<T>::type M;
+	M g[N], a[N], c[N];  // a and c unused with Op::mask_factors
+	M xv[N], yv[N];
+	M yb;          // y of the element before the run in scan order
+	unsigned cm;   // Op::mask_factors: bit i is c_i (and a_i = 1 - c_i)
+	i64 k0;
+	int cnt, lo, hi;
+	bool rev;
+
+	__device__ __forceinline__ M fa(int i) const { return Op::mask_factors ? M((cm >> i & 1u) ^ 1u) : a[i]; }
+	__device__ __forceinline__ M fc(int i) const { return Op::mask_factors ? M(cm >> i & 1u) : c[i]; }
+
+	__device__ __forceinline__ void init(i64 k, int n, bool r) {
+		k0 = k;
+		cnt = n;
+		rev = r;
+		lo = r ? N - n : 0;
+		hi = r ? N : n;
+	}
+
+	__device__ __forceinline__ void load_x(const T* __restrict__ x, const ScanLayout& L, const i64 (&off)[4], bool vec) {
+		load_run<T, N>(x, off[1], L.astride[1], k0, cnt, vec, xv, Op::template x_fill<M>());
+		flip(xv, rev);
+	}
+
+	// load reads dy, and x and y where the op needs them.
+	__device__ __forceinline__ void load(const T* __restrict__ dy, const T* __restrict__ x, const T* __restrict__ y,
+			const ScanLayout& L, const i64 (&off)[4], bool vec) {
+		load_run<T, N>(dy, off[0], L.astride[0], k0, cnt, vec, g, M(0));
+		flip(g, rev);
+#pragma unroll
+		for (int i = 0; i < N; ++i) g[i] = Op::grad(g[i]);
+		if (Op::needs_x) load_x(x, L, off, vec);
+		if (Op::needs_y) {
+			load_run<T, N>(y, off[2], L.astride[2], k0, cnt, vec, yv, M(0));
+			flip(yv, rev);
+			yb = M(0);
+			const i64 kb = rev ? k0 + cnt : k0 - 1;
+			if (cnt > 0 && kb >= 0 && kb < L.n) yb = to_op(scan_ld(y + off[2] + kb * L.astride[2]));
+		}
+	}
+
+	__device__ __forceinline__ void store(T* __restrict__ dx, const ScanLayout& L, const i64 (&off)[4], bool vec) {
+		flip(g, rev);
+		store_run<T, N>(dx, off[3], L.astride[3], k0, cnt, vec, g);
+	}
+
+	// fwd_total combines the forward values of the run (in any order: the
+	// forward combines are exact and commutative). Past the run x holds
+	// Op::x_fill, whose forward value changes nothing.
+	__device__ __forceinline__ M fwd_total() const {
+		M m = Op::template fwd_identity<M>();
+#pragma unroll
+		for (int i = 0; i < N; ++i) m = Op::fwd_combine(m, Op::fwd_value(xv[i]));
+		return m;
+	}
+
+	// prep sets a and c of every element, walking in scan order from the
+	// forward state f before the run.
+	__device__ __forceinline__ void prep(M f, const ScanLayout& L) {
+		const bool single = L.n == 1;
+		// The slice's first element in scan order is index lo of the run
+		// that starts the slice.
+		const int ifirst = (rev ? k0 + cnt == L.n : k0 == 0) ? lo : -1;
+		cm = 0;
+#pragma unroll
+		for (int i = 0; i < N; ++i) {
+			a[i] = M(1);
+			c[i] = M(0);
+			if (i >= lo && i < hi) {
+				const M yp = i > lo ? yv[i > 0 ? i - 1 : 0] : yb;
+				Op::prep(xv[i], yv[i], yp, i == ifirst, single, f, a[i], c[i]);
+				if (Op::mask_factors && c[i] != M(0)) cm |= 1u << i;
+				if (Op::fwd) f = Op::fwd_combine(f, Op::fwd_value(xv[i]));
+			}
+		}
+	}
+
+	// plain_run tells whether every a of the run and every c of its valid
+	// elements is finite and nonzero. Then the strong-zero products are
+	// plain products (up to the sign of a zero result), which aggregate and
+	// finish use: the common case skips the zero tests.
+	__device__ __forceinline__ bool plain_run() const {
+		bool p = true;
+#pragma unroll
+		for (int i = 0; i < N; ++i) {
+			const bool fa_ok = a[i] != M(0) && scan_finite(a[i]);
+			const bool fc_ok = c[i] != M(0) && scan_finite(c[i]);
+			p = p && fa_ok && (fc_ok || i < lo || i >= hi);
+		}
+		return p;
+	}
+
+	// aggregate composes the element maps of the run: V at its first
+	// element in scan order as a map of V after its last. Past the run g =
+	// 0 and a = 1: those elements pass V through, so no test is needed.
+	__device__ __forceinline__ Aff<M> aggregate(bool plain) const {
+		Aff<M> acc = aff_identity<M>();
+		if (Op::strong && plain) {
+#pragma unroll
+			for (int i = N - 1; i >= 0; --i) acc = Aff<M>{a[i] * acc.a, a[i] * (g[i] + acc.u)};
+		} else {
+#pragma unroll
+			for (int i = N - 1; i >= 0; --i) acc = compose<Op>(Aff<M>{fa(i), Op::mul(fa(i), g[i])}, acc);
+		}
+		return acc;
+	}
+
+	// finish turns g into dx, given v = V after the run.
+	__device__ __forceinline__ void finish(M v, bool plain) {
+		if (Op::strong && plain) {
+#pragma unroll
+			for (int i = N - 1; i >= 0; --i) {
+				const M s = g[i] + v;
+				g[i] = c[i] * s;
+				v = a[i] * s;
+			}
+		} else {
+#pragma unroll
+			for (int i = N - 1; i >= 0; --i) {
+				const M s = g[i] + v;
+				g[i] = Op::scale(fc(i), s);
+				v = Op::mul(fa(i), s);
+			}
+		}
+	}
+};
+
+// ---- scans across threads ------------------------------------------------
+
+// warp_carry_scan: lanes are consecutive runs in memory order; the carry
+// comes from the lanes later in scan order (higher lanes; rev: lower).
+// Returns the lane's exclusive map (the lanes upstream of it composed) and
+// sets total to the warp's map.
+template <typename Op, typename M>
+__device__ __forceinline__ Aff<M> warp_carry_scan(Aff<M> v, int lane, bool rev, Aff<M>& total) {
+	const int dir = rev ? -1 : 1;
+#pragma unroll
+	for (int off = 1; off < 32; off <<= 1) {
+		const int src = lane + dir * off;
+		const M oa = __shfl_sync(0xffffffffu, v.a, src & 31);
+		const M ou = __shfl_sync(0xffffffffu, v.u, src & 31);
+		if (src >= 0 && src < 32) v = compose<Op>(v, Aff<M>{oa, ou});
+	}
+	const int src = lane + dir;
+	const M ea = __shfl_sync(0xffffffffu, v.a, src & 31);
+	const M eu = __shfl_sync(0xffffffffu, v.u, src & 31);
+	total.a = __shfl_sync(0xffffffffu, v.a, rev ? 31 : 0);
+	total.u = __shfl_sync(0xffffffffu, v.u, rev ? 31 : 0);
+	return (src >= 0 && src < 32) ? Aff<M>{ea, eu} : aff_identity<M>();
+}
+
+// warp_fwd_scan: the exclusive forward combine across lanes (the forward
+// state flows from lanes earlier in scan order) and the warp's total.
+template <typename Op, typename M>
+__device__ __forceinline__ M warp_fwd_scan(M v, int lane, bool rev, M& total) {
+	const int dir = rev ? 1 : -1;
+#pragma unroll
+	for (int off = 1; off < 32; off <<= 1) {
+		const int src = lane + dir * off;
+		const M o = __shfl_sync(0xffffffffu, v, src & 31);
+		if (src >= 0 && src < 32) v = Op::fwd_combine(v, o);
+	}
+	const int src = lane + dir;
+	const M e = __shfl_sync(0xffffffffu, v, src & 31);
+	total = __shfl_sync(0xffffffffu, v, rev ? 0 : 31);
+	return (src >= 0 && src < 32) ? e : Op::template fwd_identity<M>();
+}
+
+// ---- look-back -------------------------------------------------------------
+
+// lookback runs in warp 0 of a chunked tile: tile c (in carry order) of
+// look-back unit `unit`; lane l serves slice s (valid: has). Tile d
+// publishes its map agg(d) (flag 1) as soon as it has it, then V after it,
+// incl(d) = apply(agg(d), incl(d-1)) (flag 2), with incl(-1) = 0. The tile
+// walks back from c-1 to the nearest tile with flag 2 (waiting for flag 1
+// on the way) and folds the maps in between onto that tile's incl in
+// ascending order. That is exactly the sequential chain incl(c-1) =
+// apply(agg(c-1), apply(agg(c-2), ...)), whichever tile it stops at: the
+// same operations on the same values in the same order, so the result is
+// bit-stable however the tiles are timed. Returns V after the tile (V_in).
+template <typename Op, typename M>
+__device__ __forceinline__ M lookback(unsigned char* ws, const ScanLayout& L, i64 c, i64 unit, i64 s, bool has,
+		Aff<M> tot) {
+	const int lane = threadIdx.x & 31;
+	unsigned* flags = reinterpret_cast<unsigned*>(ws + L.ws_flags) + unit;  // tile d at [d * units]
+	Aff<M>* agg = reinterpret_cast<Aff<M>*>(ws + L.ws_agg) + s;           // tile d at [d * nslices]
+	M* incl = reinterpret_cast<M*>(ws + L.ws_incl) + s;
+	const bool last = c + 1 == L.chunks;  // nobody reads the last tile
+	if (c > 0 && !last) {
+		if (has) st_aff(agg + c * L.nslices, tot);
+		fence_gpu();
+		__syncwarp();
+		if (lane == 0) st_flag(flags + c * L.units, 1u);
+	}
+	// Find the nearest tile d0 < c with flag 2 (d0 = -1: the start, V = 0),
+	// 32 tiles per step: lane j looks at tile top - j.
+	i64 top = c - 1, d0 = -1;
+	while (top >= 0) {
+		const i64 d = top - lane;
+		const unsigned f = d >= 0 ? ld_flag(flags + d * L.units) : 2u;
+		const unsigned two = __ballot_sync(0xffffffffu, f == 2u);
+		const unsigned zero = __ballot_sync(0xffffffffu, f == 0u);
+		const unsigned below = two ? (two & (0u - two)) - 1u : 0xffffffffu;  // lanes before the first 2
+		if (zero & below) {
+			__nanosleep(64);
+			continue;  // a tile on the way has not published its map yet
+		}
+		if (two) {
+			d0 = top - (__ffs(two) - 1);
+			break;
+		}
+		top -= 32;
+	}
+	fence_gpu();
+	M v = M(0);
+	if (has) {
+		if (d0 >= 0) v = __ldcg(incl + d0 * L.nslices);
+		for (i64 d = d0 + 1; d < c; ++d) v = apply<Op>(ld_aff(agg + d * L.nslices), v);
+	}
+	if (!last) {
+		if (has) __stcg(incl + c * L.nslices, apply<Op>(tot, v));
+		fence_gpu();
+		__syncwarp();
+		if (lane == 0) st_flag(flags + c * L.units, 2u);
+	}
+	return v;
+}
+
+__device__ __forceinline__ i64 scan_ticket(unsigned char* ws) {
+	__shared__ unsigned long long t;
+	if (threadIdx.x == 0) t = atomicAdd(reinterpret_cast<unsigned long long*>(ws), 1ULL);
+	__syncthreads();
+	return (i64)t;
+}
+
+// scan_fwd_prefix (phase 2): one thread per slice turns the forward
+// aggregates of its tiles into exclusive prefixes in scan order, loading
+// eight at a time.
+template <typename T, typename Op>
+__device__ __forceinline__ void scan_fwd_prefix(unsigned char* __restrict__ ws, const ScanLayout& L) {
+	typedef typename OpMath<T>::type M;
+	if (!Op::fwd) return;
+	M* fwdbuf = reinterpret_cast<M*>(ws + L.ws_fwd);
+	const i64 s = (i64)blockIdx.x * SCAN_THREADS + threadIdx.x;
+	if (s >= L.nslices) return;
+	const bool rev = L.reverse != 0;
+	M f = Op::template fwd_identity<M>();
+	for (i64 i0 = 0; i0 < L.chunks; i0 += 8) {
+		M e[8];
+#pragma unroll
+		for (int i = 0; i < 8; ++i) {
+			const i64 q = rev ? L.chunks - 1 - (i0 + i) : i0 + i;
+			e[i] = M(0);
+			if (i0 + i < L.chunks) e[i] = fwdbuf[q * L.nslices + s];
+		}
+#pragma unroll
+		for (int i = 0; i < 8; ++i) {
+			const i64 q = rev ? L.chunks - 1 - (i0 + i) : i0 + i;
+			if (i0 + i < L.chunks) {
+				fwdbuf[q * L.nslices + s] = f;
+				f = Op::fwd_combine(f, e[i]);
+			}
+		}
+	}
+}
+
+// tile_needs_x (phase 1): whether a tile must read x for its forward
+// aggregate; cumprod's tile has no zero when y at its last element in scan
+// order (ke) is nonzero and not NaN.
+template <typename T, typename Op>
+__device__ __forceinline__ bool tile_needs_x(const T* __restrict__ y, const ScanLayout& L, const i64 (&off)[4], i64 ke) {
+	typedef typename OpMath<T>::type M;
+	if (!Op::fwd_shortcut) return true;
+	const M ye = to_op(scan_ld(y + off[2] + ke * L.astride[2]));
+	return ye == M(0) || bc_isnan(ye);
+}
+
+// ---- row mapping ---------------------------------------------------------
+
+template <typename T, typename Op>
+__device__ __forceinline__ void scan_backward_row(const T* __restrict__ dy, const T* __restrict__ x,
+		const T* __restrict__ y, T* __restrict__ dx, void* __restrict__ wsp, const ScanLayout& L) {
+	typedef typename OpMath<T>::type M;
+	constexpr int N = ScanItems<T, Op>::row;
+	typedef ScanRun<T, Op, N> Run;
+	__shared__ Aff<M> s_aff[SCAN_WARPS];
+	__shared__ M s_fwd[SCAN_WARPS];
+	__shared__ M s_vin;
+	unsigned char* ws = static_cast<unsigned char*>(wsp);
+	if (L.phase == SCAN_FWD_PREFIX) {
+		scan_fwd_prefix<T, Op>(ws, L);
+		return;
+	}
+	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+	const bool rev = L.reverse != 0;
+	const int split = L.split;  // threads per slice: 32..256
+	const int wpg = split >> 5;  // warps per slice
+	const int grp = tid / split, lt = tid % split;
+	const int w0 = grp * wpg, wg = warp - w0;
+	const bool chunked = L.chunks > 1;
+	M* fwdbuf = reinterpret_cast<M*>(ws + L.ws_fwd);
+
+	i64 s, c = 0, q = 0;
+	if (L.phase == SCAN_FWD_TILES) {
+		if (!Op::fwd) return;
+		q = (i64)blockIdx.x / L.nslices;
+		s = (i64)blockIdx.x - q * L.nslices;
+	} else if (chunked) {
+		const i64 t = scan_ticket(ws);
+		c = t / L.nslices;
+		s = t - c * L.nslices;
+		q = rev ? c : L.chunks - 1 - c;
+	} else {
+		s = (i64)blockIdx.x * (SCAN_THREADS / split) + grp;
+	}
+	const bool has = s < L.nslices;
+	const i64 tile = (i64)split * N;
+	const i64 tk0 = q * tile;
+	const i64 tk1 = tk0 + tile < L.n ? tk0 + tile : L.n;
+	const i64 k0 = tk0 + (i64)lt * N;
+	int cnt = 0;
+	if (has && k0 < tk1) cnt = (int)(tk1 - k0 < N ? tk1 - k0 : N);
+	i64 off[4];
+	scan_slice_offsets(L, has ? s : 0, off);
+	const bool vec = L.vec != 0;
+	Run r;
+
+	if (L.phase == SCAN_FWD_TILES) {
+		// The tile's forward aggregate (one slice per block).
+		if (!tile_needs_x<T, Op>(y, L, off, rev ? tk0 : tk1 - 1)) cnt = 0;
+		r.init(k0, cnt, rev);
+		r.load_x(x, L, off, vec);
+		M f = r.fwd_total();
+#pragma unroll
+		for (int o = 16; o > 0; o >>= 1) f = Op::fwd_combine(f, __shfl_xor_sync(0xffffffffu, f, o));
+		if (lane == 0) s_fwd[warp] = f;
+		__syncthreads();
+		if (tid == 0) {
+			for (int w = 1; w < SCAN_WARPS; ++w) f = Op::fwd_combine(f, s_fwd[w]);
+			fwdbuf[q * L.nslices + s] = f;
+		}
+		return;
+	}
+
+	r.init(k0, cnt, rev);
+	r.load(dy, x, y, L, off, vec);
+	M f = Op::template fwd_identity<M>();
+	if (Op::fwd) {
+		if (chunked && has) f = __ldcg(&fwdbuf[q * L.nslices + s]);
+		M wt;
+		const M ex = warp_fwd_scan<Op>(r.fwd_total(), lane, rev, wt);
+		if (lane == 0) s_fwd[warp] = wt;
+		__syncthreads();
+		// The warps of the slice before this one in scan order.
+		if (rev) {
+			for (int w = wpg - 1; w > wg; --w) f = Op::fwd_combine(f, s_fwd[w0 + w]);
+		} else {
+			for (int w = 0; w < wg; ++w) f = Op::fwd_combine(f, s_fwd[w0 + w]);
+		}
+		f = Op::fwd_combine(f, ex);
+	}
+	r.prep(f, L);
+
+	const bool plain = Op::strong && r.plain_run();
+	Aff<M> wt;
+	const Aff<M> ex = warp_carry_scan<Op>(r.aggregate(plain), lane, rev, wt);
+	if (lane == 0) s_aff[warp] = wt;
+	__syncthreads();
+	M v = M(0);
+	if (chunked) {
+		if (warp == 0) {
+			// The tile's map: the warps composed, upstream first.
+			Aff<M> tot = aff_identity<M>();
+			for (int i = 0; i < SCAN_WARPS; ++i) tot = compose<Op>(s_aff[rev ? i : SCAN_WARPS - 1 - i], tot);
+			const M vin = lookback<Op, M>(ws, L, c, s, s, has && lane == 0, tot);
+			if (lane == 0) s_vin = vin;
+		}
+		__syncthreads();
+		v = s_vin;
+	}
+	// V after this warp: the warps upstream of it applied, farthest first.
+	if (rev) {
+		for (int w = 0; w < wg; ++w) v = apply<Op>(s_aff[w0 + w], v);
+	} else {
+		for (int w = wpg - 1; w > wg; --w) v = apply<Op>(s_aff[w0 + w], v);
+	}
+	r.finish(apply<Op>(ex, v), plain);
+	// The offsets again rather than kept live through the scans (registers).
+	scan_slice_offsets(L, has ? s : 0, off);
+	r.store(dx, L, off, vec);
+}
+
+// ---- col mapping -----------------------------------------------------------
+
+template <typename T, typename Op>
+__device__ __forceinline__ void scan_backward_col(const T* __restrict__ dy, const T* __restrict__ x,
+		const T* __restrict__ y, T* __restrict__ dx, void* __restrict__ wsp, const ScanLayout& L) {
+	typedef typename OpMath<T>::type M;
+	typedef ScanRun<T, Op, ScanItems<T, Op>::col> Run;
+	__shared__ Aff<M> s_aff[SCAN_WARPS][32];
+	__shared__ M s_fwd[SCAN_WARPS][32];
+	__shared__ M s_vin[32];
+	unsigned char* ws = static_cast<unsigned char*>(wsp);
+	if (L.phase == SCAN_FWD_PREFIX) {
+		scan_fwd_prefix<T, Op>(ws, L);
+		return;
+	}
+	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+	const bool rev = L.reverse != 0;
+	const int split = L.split;  // warps along the axis: 1..8
+	const int cgi = warp / split, wr = warp % split, w0 = cgi * split;
+	const int items = L.items;
+	const bool chunked = L.chunks > 1;
+	M* fwdbuf = reinterpret_cast<M*>(ws + L.ws_fwd);
+
+	i64 unit, c = 0, q = 0;
+	if (L.phase == SCAN_FWD_TILES) {
+		if (!Op::fwd) return;
+		q = (i64)blockIdx.x / L.units;
+		unit = (i64)blockIdx.x - q * L.units;
+	} else if (chunked) {
+		const i64 t = scan_ticket(ws);
+		c = t / L.units;
+		unit = t - c * L.units;
+		q = rev ? c : L.chunks - 1 - c;
+	} else {
+		unit = (i64)blockIdx.x * (SCAN_WARPS / split) + cgi;
+	}
+	const i64 s = unit * 32 + lane;
+	const bool has = unit < L.units && s < L.nslices;
+	const i64 tile = (i64)split * items;
+	const i64 tk0 = q * tile;
+	const i64 tk1 = tk0 + tile < L.n ? tk0 + tile : L.n;
+	const i64 k0 = tk0 + (i64)wr * items;
+	int cnt = 0;
+	if (has && k0 < tk1) cnt = (int)((k0 + items < tk1 ? k0 + items : tk1) - k0);
+	i64 off[4];
+	scan_slice_offsets(L, has ? s : 0, off);
+	Run r;
+
+	if (L.phase == SCAN_FWD_TILES) {
+		if (has && !tile_needs_x<T, Op>(y, L, off, rev ? tk0 : tk1 - 1)) cnt = 0;
+		r.init(k0, cnt, rev);
+		r.load_x(x, L, off, false);
+		s_fwd[warp][lane] = r.fwd_total();
+		__syncthreads();
+		if (wr == 0 && has) {
+			M f = s_fwd[w0][lane];
+			for (int w = 1; w < split; ++w) f = Op::fwd_combine(f, s_fwd[w0 + w][lane]);
+			fwdbuf[q * L.nslices + s] = f;
+		}
+		return;
+	}
+
+	r.init(k0, cnt, rev);
+	r.load(dy, x, y, L, off, false);
+	M f = Op::template fwd_identity<M>();
+	if (Op::fwd) {
+		if (chunked && has) f = __ldcg(&fwdbuf[q * L.nslices + s]);
+		s_fwd[warp][lane] = r.fwd_total();
+		__syncthreads();
+		if (rev) {
+			for (int w = split - 1; w > wr; --w) f = Op::fwd_combine(f, s_fwd[w0 + w][lane]);
+		} else {
+			for (int w = 0; w < wr; ++w) f = Op::fwd_combine(f, s_fwd[w0 + w][lane]);
+		}
+	}
+	r.prep(f, L);
+
+	const bool plain = Op::strong && r.plain_run();
+	s_aff[warp][lane] = r.aggregate(plain);
+	__syncthreads();
+	M v = M(0);
+	if (chunked) {
+		if (warp == 0) {
+			Aff<M> tot = aff_identity<M>();
+			for (int i = 0; i < split; ++i) tot = compose<Op>(s_aff[rev ? i : split - 1 - i][lane], tot);
+			s_vin[lane] = lookback<Op, M>(ws, L, c, unit, s, has, tot);
+		}
+		__syncthreads();
+		v = s_vin[lane];
+	}
+	if (rev) {
+		for (int w = 0; w < wr; ++w) v = apply<Op>(s_aff[w0 + w][lane], v);
+	} else {
+		for (int w = split - 1; w > wr; --w) v = apply<Op>(s_aff[w0 + w][lane], v);
+	}
+	r.finish(v, plain);
+	scan_slice_offsets(L, has ? s : 0, off);
+	r.store(dx, L, off, false);
+}

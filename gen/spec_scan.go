@@ -1,0 +1,34 @@
+package main
+
+// scanFamily: single-axis scan backward (cumsum, cumprod, cummax, cummin,
+// logcumsumexp). Two variants share the ABI: "row" for a scan along the
+// innermost dim (threads of a block along the axis) and "col" for any
+// other (lanes across slices, warps along the axis). Each kernel also runs
+// the two forward-state passes of long axes (L.phase). Layout is
+// ScanLayout in scan.cuh (mirrored by scanLayout in ops/scan.go).
+var scanFamily = Family{
+	Name:   "scan",
+	Prefix: "scan_bw",
+	Header: "scan.cuh",
+	Block:  256,
+	Params: []Param{
+		ptrParam("dy", "const T* __restrict__"),
+		ptrParam("x", "const T* __restrict__"),
+		ptrParam("y", "const T* __restrict__"),
+		ptrParam("dx", "T* __restrict__"),
+		ptrParam("ws", "void* __restrict__"),
+		{Name: "L", C: "ScanLayout", PTX: "b8", Size: 488, Align: 8},
+	},
+	DTypes: allDTypes,
+	Ops: []Op{
+		{Name: "cumsum", Functor: "CumsumBw"},
+		{Name: "cumprod", Functor: "CumprodBw"},
+		{Name: "cummax", Functor: "CummaxBw"},
+		{Name: "cummin", Functor: "CumminBw"},
+		{Name: "logcumsumexp", Functor: "LogcumsumexpBw"},
+	},
+	Variants: []Variant{
+		{Name: "row", Template: "scan_backward_row"},
+		{Name: "col", Template: "scan_backward_col"},
+	},
+}

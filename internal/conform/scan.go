@@ -1,0 +1,511 @@
+package conform
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/baracuda-go/baracuda/internal/dtype"
+	"github.com/baracuda-go/baracuda/internal/ref"
+	"github.com/baracuda-go/baracuda/ops"
+)
+
+// ScanValues says what a scan case's inputs hold.
+type ScanValues uint8
+
+const (
+	// ScanNormal: dy ~ N(0,1); x per op: cumprod near 1 with zeros at the
+	// start, middle or end of slices (two zeros in some), cummax/cummin
+	// small integers (ties), logcumsumexp N(0, 2).
+	ScanNormal ScanValues = iota
+	// ScanSpecial adds NaN and infinities: NaN and ±inf in x of cummax and
+	// cummin, NaN in x of cumprod, leading and interior -inf runs, +inf and
+	// ±1000 in x of logcumsumexp, NaN and ±inf in dy.
+	ScanSpecial
+	// ScanExact: small integers (cumprod: x in {1, -1, 0}), so every sum is
+	// exact in opmath and dx must match the reference bit for bit
+	// (logcumsumexp, which has no exact inputs, gets ScanNormal's check).
+	ScanExact
+)
+
+// ScanCase is one shape, axis and memory layout of a scan check.
+type ScanCase struct {
+	Shape []int
+	Axis  int
+	// Layouts of dy, x, y, dx.
+	Layouts [4]func([]int) Layout
+	Values  ScanValues
+	// InPlace writes dx over dy (the identical tensor).
+	InPlace bool
+}
+
+func (c ScanCase) String() string {
+	s := fmt.Sprintf("%v axis %d", c.Shape, c.Axis)
+	for i, f := range c.Layouts {
+		s += fmt.Sprintf(" %s:%s", [4]string{"dy", "x", "y", "dx"}[i], f(c.Shape).Name)
+	}
+	s += [3]string{"", " special", " exact"}[c.Values]
+	if c.InPlace {
+		s += " in-place"
+	}
+	return s
+}
+
+func scanSame(f func([]int) Layout) [4]func([]int) Layout { return [4]func([]int) Layout{f, f, f, f} }
+
+// ScanCases is the suite: scan lengths 1, 2, 31, 32, 33, 1000, 4097 and
+// 100000 (tile tails; one, two and 25 chained row tiles), every axis of
+// rank-3 tensors (both mappings, chained col tiles over more than one
+// look-back group), short rows packed several per block, rows chained over
+// several groups, every layout kind and mixed layouts, in place, empty
+// tensors; normal, special and exact values. quick trims it for selftest
+// and compute-sanitizer.
+func ScanCases(quick bool) []ScanCase {
+	var cs []ScanCase
+	add := func(shape []int, axis int, l [4]func([]int) Layout, v ScanValues) {
+		cs = append(cs, ScanCase{Shape: shape, Axis: axis, Layouts: l, Values: v})
+	}
+	lengths := []int{1, 2, 31, 32, 33, 1000, 4097, 100000}
+	if quick {
+		lengths = []int{1, 33, 1000, 4097}
+	}
+	for _, n := range lengths {
+		add([]int{n}, 0, scanSame(Contiguous), ScanNormal)
+		add([]int{n}, 0, scanSame(Unaligned), ScanExact)
+	}
+	add([]int{1000}, 0, scanSame(Contiguous), ScanSpecial)
+	add([]int{33}, 0, scanSame(Contiguous), ScanSpecial)
+	mixed := [4]func([]int) Layout{Transposed, Padded, Contiguous, Padded}
+	for _, s := range [][]int{{6, 7, 33}, {40, 33, 3}, {2, 300, 70}} {
+		for axis := range s {
+			add(s, axis, scanSame(Contiguous), ScanNormal)
+			if quick {
+				continue
+			}
+			add(s, axis, scanSame(Padded), ScanExact)
+			add(s, axis, scanSame(Transposed), ScanNormal)
+			add(s, axis, mixed, ScanSpecial)
+		}
+	}
+	add([]int{37, 300}, 1, scanSame(Contiguous), ScanNormal)
+	add([]int{100, 7}, 1, scanSame(Contiguous), ScanExact)
+	add([]int{64, 100}, 1, scanSame(Padded), ScanSpecial)
+	add([]int{1500, 33}, 0, scanSame(Contiguous), ScanNormal)
+	if !quick {
+		add([]int{5000, 33}, 0, scanSame(Contiguous), ScanExact)
+		add([]int{5000, 33}, 0, scanSame(Transposed), ScanSpecial)
+		add([]int{3, 5000}, 1, scanSame(Contiguous), ScanSpecial)
+		add([]int{2, 300000}, 1, scanSame(Contiguous), ScanNormal)
+		add([]int{2, 300000}, 1, scanSame(Unaligned), ScanExact)
+		add([]int{4, 1, 9000, 1}, 2, scanSame(Contiguous), ScanNormal)
+	}
+	cs = append(cs, ScanCase{Shape: []int{9, 1000}, Axis: 1, Layouts: scanSame(Contiguous), InPlace: true})
+	cs = append(cs, ScanCase{Shape: []int{700, 9}, Axis: 0, Layouts: scanSame(Padded), InPlace: true})
+	add([]int{0, 5}, 1, scanSame(Contiguous), ScanNormal)
+	add([]int{4, 0}, 1, scanSame(Contiguous), ScanNormal)
+	return cs
+}
+
+// scanSlices returns, for a row-major shape and axis, the logical index of
+// element k of every slice: idx[s][k].
+func scanSlices(shape []int, axis int) [][]int {
+	n := shape[axis]
+	inner := 1
+	for _, d := range shape[axis+1:] {
+		inner *= d
+	}
+	total := int(product(shape))
+	if n == 0 || total == 0 {
+		return nil
+	}
+	out := make([][]int, 0, total/n)
+	for o := 0; o < total/(n*inner); o++ {
+		for i := 0; i < inner; i++ {
+			idx := make([]int, n)
+			for k := range idx {
+				idx[k] = (o*n+k)*inner + i
+			}
+			out = append(out, idx)
+		}
+	}
+	return out
+}
+
+// scanInputs fills dy and x (logical, rounded to dt) slice by slice; scan
+// position p of a slice is element k = p, or n-1-p with reverse.
+func scanInputs(rng *rand.Rand, op ops.ScanOp, dt dtype.DType, v ScanValues, slices [][]int, reverse bool, dy, x []float64) {
+	if v == ScanExact && op == ops.ScanLogcumsumexp {
+		v = ScanNormal
+	}
+	for _, idx := range slices {
+		n := len(idx)
+		at := func(p int) int {
+			if reverse {
+				return idx[n-1-p]
+			}
+			return idx[p]
+		}
+		// Zero positions of cumprod: none, the start, the middle, the end, or two.
+		z1, z2 := -1, -1
+		switch rng.IntN(5) {
+		case 1:
+			z1 = 0
+		case 2:
+			z1 = n / 2
+		case 3:
+			z1 = n - 1
+		case 4:
+			z1, z2 = n/3, n-1-rng.IntN(1+n/3)
+		}
+		lead := 0 // leading -inf run of logcumsumexp
+		if v == ScanSpecial && rng.IntN(3) == 0 {
+			lead = 1 + rng.IntN(3)
+		}
+		for p := 0; p < n; p++ {
+			k := at(p)
+			g := rng.NormFloat64()
+			if v == ScanExact {
+				g = float64(rng.IntN(9) - 4)
+			} else if v == ScanSpecial {
+				switch rng.IntN(400) {
+				case 0:
+					g = math.NaN()
+				case 1:
+					g = math.Inf(1)
+				case 2:
+					g = math.Inf(-1)
+				}
+			}
+			dy[k] = dtype.Round(dt, g)
+			var xv float64
+			switch op {
+			case ops.ScanCumprod:
+				if v == ScanExact {
+					xv = []float64{1, -1, 1, -1, 1, -1, 1, -1, 0}[rng.IntN(9)]
+				} else {
+					// Near 1, closer for long slices: the products stay in range.
+					xv = 1 + rng.NormFloat64()*math.Min(0.05, 0.5/math.Sqrt(float64(n)))
+					if v == ScanSpecial && rng.IntN(200) == 0 {
+						xv = math.NaN()
+					}
+				}
+				if p == z1 || p == z2 {
+					xv = 0
+				}
+			case ops.ScanCummax, ops.ScanCummin:
+				xv = float64(rng.IntN(10))
+				if v != ScanExact && rng.IntN(2) == 0 {
+					xv = rng.NormFloat64() * 3
+				}
+				if v == ScanSpecial {
+					switch rng.IntN(60) {
+					case 0:
+						xv = math.NaN()
+					case 1:
+						xv = math.Inf(1)
+					case 2:
+						xv = math.Inf(-1)
+					}
+				}
+			case ops.ScanLogcumsumexp:
+				xv = rng.NormFloat64() * 2
+				if v == ScanSpecial {
+					switch rng.IntN(100) {
+					case 0, 1, 2, 3:
+						xv = math.Inf(-1)
+					case 4:
+						xv = 1000
+					case 5:
+						xv = -1000
+					case 6:
+						if n < 64 {
+							xv = math.Inf(1)
+						}
+					}
+					if p < lead {
+						xv = math.Inf(-1)
+					}
+				}
+			}
+			x[k] = dtype.Round(dt, xv)
+		}
+	}
+}
+
+// scanTol is the tolerance of one dx element: exact cases match to 0 ulp;
+// otherwise 2 ulp of dt, or an absolute error of 8 * eps * sqrt(n) * mag,
+// where eps is the opmath epsilon (2^-23, 2^-52 for f64), n the slice
+// length and mag the reference's |c_k| * Σ_j |g_j| |a_{k+1}...a_j|: a scan
+// of n terms computed in any order of at most n levels errs by about
+// sqrt(n) * eps * mag for random data (n * eps * mag at worst), and the
+// kernels' blocked order has far fewer levels (within 16 per thread, 5
+// across lanes, 7 across warps, 31 across tiles of a look-back group).
+func scanTol(dt dtype.DType, exact bool, n int, mag float64) Tol {
+	if exact {
+		return Tol{}
+	}
+	eps := 0x1p-23
+	if dt == dtype.F64 {
+		eps = 0x1p-52
+	}
+	return Tol{ULP: 2, Abs: 8 * eps * math.Sqrt(float64(n)) * mag}
+}
+
+// CheckScan runs every case for one (op, dtype, direction) and compares dx
+// with the reference. Chained cases run twice on the same workspace, which
+// starts as garbage: the second run must reproduce the first bit for bit.
+func (e *Env) CheckScan(op ops.ScanOp, dt dtype.DType, reverse bool, cases []ScanCase, seed uint64) Result {
+	dir := "forward"
+	if reverse {
+		dir = "reverse"
+	}
+	res := Result{Kernel: fmt.Sprintf("scan_bw_%s_%s (%s)", op, dt.Suffix(), dir)}
+	rv := uint64(0)
+	if reverse {
+		rv = 1
+	}
+	rng := rand.New(rand.NewPCG(seed, uint64(op)<<16|uint64(dt)<<8|rv))
+	for _, c := range cases {
+		res.Cases++
+		plan, err := ops.NewScanBackward(ops.ScanDesc{Op: op, DType: dt, Shape: c.Shape, Axis: c.Axis, Reverse: reverse})
+		if err != nil {
+			res.Failf("%v: NewScanBackward: %v", c, err)
+			continue
+		}
+		total := int(product(c.Shape))
+		dy, x := make([]float64, total), make([]float64, total)
+		slices := scanSlices(c.Shape, c.Axis)
+		scanInputs(rng, op, dt, c.Values, slices, reverse, dy, x)
+		y := make([]float64, total)
+		for _, idx := range slices {
+			ys := ref.ScanForward(op.String(), gatherIdx(x, idx), reverse)
+			for k, i := range idx {
+				y[i] = dtype.Round(dt, ys[k])
+			}
+		}
+		if err := e.runScanCase(plan, c, slices, [3][]float64{dy, x, y}, &res); err != nil {
+			res.Failf("%v: %v", c, err)
+		}
+	}
+	return res
+}
+
+func gatherIdx(v []float64, idx []int) []float64 {
+	out := make([]float64, len(idx))
+	for k, i := range idx {
+		out[k] = v[i]
+	}
+	return out
+}
+
+func (e *Env) runScanCase(plan *ops.ScanBackward, c ScanCase, slices [][]int, in [3][]float64, res *Result) error {
+	desc := plan.Desc()
+	dt := desc.DType
+	var operands [4]*Operand
+	defer func() {
+		for i, o := range operands {
+			if i < 3 || o != operands[0] {
+				o.Free()
+			}
+		}
+	}()
+	for i := 0; i < 4; i++ {
+		if i == 3 && c.InPlace {
+			operands[3] = operands[0]
+			break
+		}
+		var vals []float64
+		if i < 3 {
+			vals = in[i]
+		}
+		o, err := e.NewOperand(dt, c.Shape, c.Layouts[i](c.Shape), vals)
+		if err != nil {
+			return err
+		}
+		operands[i] = o
+	}
+	args := ops.ScanArgs{DY: operands[0].Tensor(), X: operands[1].Tensor(), Y: operands[2].Tensor(), DX: operands[3].Tensor()}
+	var ws *Guarded
+	if w := plan.WorkspaceSize(); w > 0 {
+		// Guard bands around it; its inside starts as the guard pattern,
+		// not zeros.
+		g, err := e.NewGuarded(dtype.F32, (w+3)/4)
+		if err != nil {
+			return err
+		}
+		defer g.Free()
+		ws = g
+		args.Workspace = g.Inner()
+	}
+	runs := 1
+	if ws != nil && !c.InPlace {
+		runs = 2
+	}
+	var first []float64
+	var got []float64
+	for r := 0; r < runs; r++ {
+		if err := plan.Run(e.Stream, &args); err != nil {
+			return fmt.Errorf("Run: %w", err)
+		}
+		if err := e.Stream.Synchronize(); err != nil {
+			return fmt.Errorf("synchronize: %w", err)
+		}
+		var err error
+		if c.InPlace {
+			// dy's unaddressed elements were written with the inputs, so
+			// only the guard bands can be checked.
+			var mem []float64
+			if mem, err = operands[3].G.ReadChecked(nil); err == nil {
+				got = Gather(mem, operands[3].offs)
+			}
+		} else {
+			got, err = operands[3].Read()
+		}
+		if err != nil {
+			return fmt.Errorf("dx: %w", err)
+		}
+		if r == 0 {
+			first = got
+		}
+	}
+	if ws != nil {
+		if _, err := ws.ReadChecked(nil); err != nil {
+			return fmt.Errorf("workspace: %w", err)
+		}
+	}
+	for i := range got {
+		if !sameBits(got[i], first[i]) {
+			res.Failf("%v: dx[%d] = %v on the second run, %v on the first: not bit-stable", c, i, got[i], first[i])
+			break
+		}
+	}
+	op := desc.Op.String()
+	exact := c.Values == ScanExact && desc.Op != ops.ScanLogcumsumexp
+	for _, idx := range slices {
+		dx, mag := ref.ScanBackwardMag(op, gatherIdx(in[0], idx), gatherIdx(in[1], idx), gatherIdx(in[2], idx), desc.Reverse)
+		for k, i := range idx {
+			ok, ulp := Compare(dt, got[i], dx[k], scanTol(dt, exact, len(idx), mag[k]))
+			res.Checked++
+			if ulp > res.MaxULP && !math.IsInf(ulp, 0) {
+				res.MaxULP = ulp
+			}
+			if !ok {
+				res.Failf("%v: dx[%d] (element %d of its slice) = %v, want %v (dy=%v x=%v y=%v, %.0f ulp, magnitude %.3g)",
+					c, i, k, got[i], dtype.Round(dt, dx[k]), in[0][i], in[1][i], in[2][i], ulp, mag[k])
+			}
+		}
+	}
+	return nil
+}
+
+// CheckScanVectors runs the observed PyTorch vectors of ref.ScanVectors for
+// one dtype in both directions: dx must have NaN exactly where PyTorch has
+// it and |dx| <= 1e-6 where PyTorch has 0, and match the reference on the
+// dtype's rounded inputs to 2 ulp (PyTorch's values came from f32 inputs).
+func (e *Env) CheckScanVectors(dt dtype.DType) Result {
+	res := Result{Kernel: "scan vectors " + dt.Suffix()}
+	byName := map[string]ops.ScanOp{}
+	for _, op := range ops.ScanOps() {
+		byName[op.String()] = op
+	}
+	for _, v := range ref.ScanVectors {
+		for _, reverse := range []bool{false, true} {
+			res.Cases++
+			n := len(v.X)
+			x, dy, pinned := make([]float64, n), make([]float64, n), make([]float64, n)
+			for i := range x {
+				j := i
+				if reverse {
+					j = n - 1 - i
+				}
+				x[j], dy[j], pinned[j] = dtype.Round(dt, v.X[i]), dtype.Round(dt, v.DY[i]), v.DX[i]
+			}
+			ys := ref.ScanForward(v.Op, x, reverse)
+			y := make([]float64, n)
+			for i := range ys {
+				y[i] = dtype.Round(dt, ys[i])
+			}
+			got, err := e.runScanVector(byName[v.Op], dt, reverse, [3][]float64{dy, x, y})
+			if err != nil {
+				res.Failf("%s %v reverse=%v: %v", v.Op, v.X, reverse, err)
+				continue
+			}
+			want, mag := ref.ScanBackwardMag(v.Op, dy, x, y, reverse)
+			for i := range got {
+				res.Checked++
+				ok, _ := Compare(dt, got[i], want[i], scanTol(dt, false, n, mag[i]))
+				if math.IsNaN(pinned[i]) != math.IsNaN(got[i]) || pinned[i] == 0 && math.Abs(got[i]) > 1e-6 || !ok {
+					res.Failf("%s x=%v dy=%v reverse=%v: dx[%d] = %v, PyTorch %v, reference %v", v.Op, x, dy, reverse, i,
+						got[i], pinned[i], dtype.Round(dt, want[i]))
+				}
+			}
+		}
+	}
+	return res
+}
+
+func (e *Env) runScanVector(op ops.ScanOp, dt dtype.DType, reverse bool, in [3][]float64) ([]float64, error) {
+	shape := []int{len(in[0])}
+	plan, err := ops.NewScanBackward(ops.ScanDesc{Op: op, DType: dt, Shape: shape, Reverse: reverse})
+	if err != nil {
+		return nil, err
+	}
+	var os [4]*Operand
+	defer func() {
+		for _, o := range os {
+			o.Free()
+		}
+	}()
+	for i := range os {
+		var vals []float64
+		if i < 3 {
+			vals = in[i]
+		}
+		if os[i], err = e.NewOperand(dt, shape, Contiguous(shape), vals); err != nil {
+			return nil, err
+		}
+	}
+	args := ops.ScanArgs{DY: os[0].Tensor(), X: os[1].Tensor(), Y: os[2].Tensor(), DX: os[3].Tensor()}
+	if err := plan.Run(e.Stream, &args); err != nil {
+		return nil, err
+	}
+	if err := e.Stream.Synchronize(); err != nil {
+		return nil, err
+	}
+	return os[3].Read()
+}
+
+func init() {
+	suites = append(suites, Suite{Family: "scan", Run: runScanSuite, One: oneScan})
+}
+
+// oneScan checks one (op, dtype, direction) chosen by pick on small cases:
+// a row scan, a strided col scan and a col scan that chains tiles through
+// its own workspace.
+func oneScan(e *Env, pick uint64) Result {
+	all := ops.ScanOps()
+	op := all[pick%uint64(len(all))]
+	dt := dtype.All[(pick/8)%uint64(len(dtype.All))]
+	cases := []ScanCase{
+		{Shape: []int{257}, Layouts: scanSame(Contiguous)},
+		{Shape: []int{3, 5, 7}, Axis: 1, Layouts: scanSame(Transposed), Values: ScanSpecial},
+		{Shape: []int{300, 33}, Layouts: scanSame(Contiguous), Values: ScanExact},
+	}
+	return e.CheckScan(op, dt, pick/32%2 == 1, cases, pick)
+}
+
+func runScanSuite(e *Env, quick bool) []Result {
+	var out []Result
+	cases := ScanCases(quick)
+	for _, op := range ops.ScanOps() {
+		for _, dt := range dtype.All {
+			for _, reverse := range []bool{false, true} {
+				out = append(out, e.CheckScan(op, dt, reverse, cases, 42))
+			}
+		}
+	}
+	for _, dt := range dtype.All {
+		out = append(out, e.CheckScanVectors(dt))
+	}
+	return out
+}

@@ -1,0 +1,91 @@
+//go:build cuda
+
+package conform
+
+import (
+	"testing"
+
+	"github.com/baracuda-go/baracuda/driver"
+	"github.com/baracuda-go/baracuda/internal/dtype"
+	"github.com/baracuda-go/baracuda/ops"
+)
+
+func TestScanBackwardGPU(t *testing.T) {
+	env := testEnv(t)
+	cases := ScanCases(quick())
+	for _, op := range ops.ScanOps() {
+		for _, dt := range dtype.All {
+			for _, reverse := range []bool{false, true} {
+				dir := "forward"
+				if reverse {
+					dir = "reverse"
+				}
+				t.Run("scan_bw_"+op.String()+"_"+dt.Suffix()+"/"+dir, func(t *testing.T) {
+					report(t, env.CheckScan(op, dt, reverse, cases, 42))
+				})
+			}
+		}
+	}
+}
+
+func TestScanVectorsGPU(t *testing.T) {
+	env := testEnv(t)
+	for _, dt := range dtype.All {
+		t.Run(dt.Suffix(), func(t *testing.T) {
+			report(t, env.CheckScanVectors(dt))
+		})
+	}
+}
+
+// TestScanRunZeroAllocs: a warm Run that chains tiles (memset, both
+// forward-state passes and the scan kernel) allocates nothing on the Go
+// heap.
+func TestScanRunZeroAllocs(t *testing.T) {
+	env := testEnv(t)
+	shape := []int{3000, 40}
+	plan, err := ops.NewScanBackward(ops.ScanDesc{Op: ops.ScanCummax, DType: dtype.F32, Shape: shape})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan.WorkspaceSize() == 0 {
+		t.Fatal("the case must chain tiles")
+	}
+	var bufs []driver.Buffer
+	defer func() {
+		for _, b := range bufs {
+			env.Ctx.Free(b)
+		}
+	}()
+	alloc := func(n int64) driver.Buffer {
+		b, err := env.Ctx.Alloc(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := env.Ctx.Memset8(b, 0); err != nil {
+			t.Fatal(err)
+		}
+		bufs = append(bufs, b)
+		return b
+	}
+	n := int64(shape[0] * shape[1] * 4)
+	args := ops.ScanArgs{DY: ops.NewTensor(alloc(n), dtype.F32, shape...), X: ops.NewTensor(alloc(n), dtype.F32, shape...),
+		DX: ops.NewTensor(alloc(n), dtype.F32, shape...), Workspace: alloc(plan.WorkspaceSize())}
+	if err := plan.Run(env.Stream, &args); err != nil {
+		t.Fatal(err)
+	}
+	var runErr error
+	allocs := testing.AllocsPerRun(100, func() {
+		if err := plan.Run(env.Stream, &args); err != nil {
+			runErr = err
+		}
+	})
+	if runErr != nil {
+		t.Fatal(runErr)
+	}
+	if err := env.Stream.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	if allocs != 0 {
+		t.Errorf("%.1f allocations per warm Run, want 0", allocs)
+	}
+}

@@ -1,0 +1,113 @@
+package ref
+
+import (
+	"math"
+	"testing"
+)
+
+func TestScanFiniteDifferences(t *testing.T) {
+	if err := checkScanFD(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestScanPyTorchFormulas: the recurrence equals PyTorch's cumprod three
+// regions, scatter_add at the forward's indices and the two-sided
+// log-space logcumsumexp on random slices with zeros, ties, NaN and -inf.
+func TestScanPyTorchFormulas(t *testing.T) {
+	if err := checkScanPyTorchFormulas(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestScanPyTorchVectors(t *testing.T) {
+	if err := checkScanVectors(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestScanForward(t *testing.T) {
+	ninf := math.Inf(-1)
+	cases := []struct {
+		op      string
+		x       []float64
+		reverse bool
+		want    []float64
+	}{
+		{"cumsum", []float64{1, 2, 3}, false, []float64{1, 3, 6}},
+		{"cumsum", []float64{1, 2, 3}, true, []float64{6, 5, 3}},
+		{"cumprod", []float64{2, 0, 3}, false, []float64{2, 0, 0}},
+		{"cumprod", []float64{2, 3, 4}, true, []float64{24, 12, 4}},
+		{"cummax", []float64{1, 3, 2, nan, 5}, false, []float64{1, 3, 3, nan, nan}},
+		{"cummin", []float64{3, 1, 2}, true, []float64{1, 1, 2}},
+		{"logcumsumexp", []float64{ninf, ninf, 0}, false, []float64{ninf, ninf, 0}},
+		{"logcumsumexp", []float64{math.Inf(1), math.Inf(1)}, false, []float64{math.Inf(1), math.Inf(1)}},
+		{"logcumsumexp", []float64{0, 0}, false, []float64{0, math.Ln2}},
+	}
+	for _, c := range cases {
+		got := ScanForward(c.op, c.x, c.reverse)
+		for i := range got {
+			if !sameFloat(got[i], c.want[i]) && math.Abs(got[i]-c.want[i]) > 1e-15 {
+				t.Errorf("%s%v reverse=%v = %v, want %v", c.op, c.x, c.reverse, got, c.want)
+				break
+			}
+		}
+	}
+}
+
+// TestScanCheckCanFail: the finite-difference comparison notices a factor
+// that is off by 0.1%, and the PyTorch cross-check notices a first-
+// occurrence tie rule.
+func TestScanCheckCanFail(t *testing.T) {
+	x := []float64{0.5, -1.25, 2}
+	w := []float64{0.3, -0.7, 0.9}
+	y := ScanForward("cumprod", x, false)
+	dx := ScanBackward("cumprod", w, x, y, false)
+	fd := centralDiff(func(v float64) float64 {
+		ys := ScanForward("cumprod", []float64{v, x[1], x[2]}, false)
+		return w[0]*ys[0] + w[1]*ys[1] + w[2]*ys[2]
+	}, x[0])
+	if !closeRel(dx[0], fd, 1e-5) || closeRel(dx[0]*1.001, fd, 1e-5) {
+		t.Fatalf("finite difference %v vs backward %v: the comparison cannot tell a wrong gradient", fd, dx[0])
+	}
+	g := []float64{1, 1, 1}
+	ties := []float64{2, 2, 1}
+	got, want := ScanBackward("cummax", g, ties, nil, false), cumExtBackwardTorch("cummax", g, ties)
+	if got[0] != 1 || got[1] != 2 || got[2] != 0 || want[0] != 1 || want[1] != 2 {
+		t.Fatalf("cummax ties: recurrence %v, scatter %v; want the last occurrence [1 2 0]", got, want)
+	}
+}
+
+// TestScanBackwardMag: the magnitude bounds |dx| and is exact where every
+// term has one sign.
+func TestScanBackwardMag(t *testing.T) {
+	x := []float64{2, 0.5, -1, 3}
+	g := []float64{1, -2, 0.5, 1}
+	for _, op := range ScanOps {
+		y := ScanForward(op, x, false)
+		dx, mag := ScanBackwardMag(op, g, x, y, false)
+		for k := range dx {
+			if math.Abs(dx[k]) > mag[k]*(1+1e-12) {
+				t.Errorf("%s: |dx[%d]| = %v exceeds its magnitude %v", op, k, math.Abs(dx[k]), mag[k])
+			}
+		}
+	}
+	dx, mag := ScanBackwardMag("cumsum", []float64{1, 2, 3}, nil, nil, false)
+	if dx[0] != 6 || mag[0] != 6 {
+		t.Errorf("cumsum of positive dy: dx %v, magnitude %v", dx, mag)
+	}
+}
+
+// TestScanStrongZero: a cut keeps later inf and NaN out of earlier elements.
+func TestScanStrongZero(t *testing.T) {
+	g := []float64{1, 2, math.Inf(1)}
+	x := []float64{1, 5, 3}
+	if dx := ScanBackward("cummax", g, x, nil, false); dx[0] != 1 || !math.IsInf(dx[1], 1) || dx[2] != 0 {
+		t.Errorf("cummax: the inf dy of the last element (index 1) leaked past index 1: %v", dx)
+	}
+	xp := []float64{3, 0, 2}
+	gp := []float64{1, 2, nan}
+	if dx := ScanBackward("cumprod", gp, xp, ScanForward("cumprod", xp, false), false); dx[0] != 1 || !math.IsNaN(dx[1]) || dx[2] != 0 {
+		t.Errorf("cumprod: NaN dy behind a zero reached the elements before it: %v", dx)
+	}
+}

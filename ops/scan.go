@@ -1,0 +1,605 @@
+package ops
+
+import (
+	"fmt"
+	"math/bits"
+	"unsafe"
+
+	"github.com/baracuda-go/baracuda/driver"
+	"github.com/baracuda-go/baracuda/internal/dtype"
+)
+
+// Single-axis scan backward (torch.cumsum, cumprod, cummax, cummin,
+// logcumsumexp), PyTorch's autograd values (shared/SEMANTICS.md section 4).
+//
+// Number the elements of a slice along the axis in the order the forward
+// scan visited them: k = 0 is the first element of the axis, or its last
+// when the forward ran in reverse (Reverse). With g = dy every op is one
+// recurrence, run from the end of the slice to its start:
+//
+//	S_k  = g_k + V_{k+1}                      (V past the end is 0)
+//	dx_k = c_k == 0 ? 0 : c_k * S_k
+//	V_k  = a_k (.) S_k,   a (.) b = (a == 0 || b == 0) ? 0 : a*b
+//
+// The strong-zero product keeps a cut (a_k == 0) exact: an inf or NaN from
+// later elements never reaches the elements before it. The factors a_k and
+// c_k of each op are given with its constant below. Sums accumulate in
+// opmath (f32 for f16, bf16 and f32; f64 for f64), which is more accurate
+// than PyTorch's storage-dtype scans, and every dx is rounded once.
+
+// ScanOp is a scan whose backward ScanBackward computes.
+type ScanOp uint8
+
+const (
+	// ScanCumsum: y_k = x_0 + ... + x_k; dx_k = g_k + ... + g_{n-1}, the
+	// reverse cumsum of dy (a = c = 1). Saves nothing.
+	ScanCumsum ScanOp = iota + 1
+	// ScanCumprod: y_k = x_0 * ... * x_k; dx_k = y_{k-1} * Σ_{j>=k} g_j *
+	// x_{k+1}...x_j (a = x_k, c = y_{k-1}, y_{-1} = 1), exact with zeros and
+	// without division, so PyTorch's three regions hold: before the first
+	// zero z1 the usual value; at z1 the sum cut at the second zero; after
+	// z1 exactly 0, even where y is NaN. Where x_k is ±inf or NaN and no zero
+	// precedes it, dx_k is NaN (PyTorch's division), except along an axis of
+	// length 1, where dx = dy. Saves x and y.
+	ScanCumprod
+	// ScanCummax: dx_k = the sum of g_j over the j whose forward index is k
+	// (a gather: deterministic, no atomics). The index moves to j when x_j is
+	// NaN (each NaN takes over) or when the running max is not NaN and x_j >=
+	// it: the LAST occurrence wins ties, and a number never replaces a
+	// running NaN (c = [index moves to k], a = 1 - c). Saves x.
+	ScanCummax
+	// ScanCummin: as ScanCummax with x_j <= the running min.
+	ScanCummin
+	// ScanLogcumsumexp: y_k = log Σ_{i<=k} exp(x_i); dx_k = exp(x_k - y_k) *
+	// T_k with T_k = g_k + exp(y_k - y_{k+1}) T_{k+1}, PyTorch's exp(x_k) *
+	// Σ_{j>=k} g_j exp(-y_j) without overflow for large |x| (every exponent
+	// is <= 0). A leading -inf run of x (y = -inf) gives NaN there, as
+	// PyTorch; an x_k of -inf after it gives 0; a NaN in dy contributes
+	// nothing, as in PyTorch's log-space formula. Saves x and y.
+	ScanLogcumsumexp
+)
+
+var scanOpNames = [...]string{ScanCumsum: "cumsum", ScanCumprod: "cumprod", ScanCummax: "cummax",
+	ScanCummin: "cummin", ScanLogcumsumexp: "logcumsumexp"}
+
+// String returns the op's kernel name part, e.g. "cumprod".
+func (op ScanOp) String() string {
+	if op >= 1 && int(op) < len(scanOpNames) {
+		return scanOpNames[op]
+	}
+	return fmt.Sprintf("ScanOp(%d)", uint8(op))
+}
+
+// ScanOps lists every scan op.
+func ScanOps() []ScanOp {
+	return []ScanOp{ScanCumsum, ScanCumprod, ScanCummax, ScanCummin, ScanLogcumsumexp}
+}
+
+// Saved reports which forward tensors the op's backward reads: x (the
+// input) and y (the output).
+func (op ScanOp) Saved() (x, y bool) {
+	switch op {
+	case ScanCumprod, ScanLogcumsumexp:
+		return true, true
+	case ScanCummax, ScanCummin:
+		return true, false
+	}
+	return false, false
+}
+
+// forwardState reports whether the op scans a forward state (cumprod: a
+// zero seen; cummax/cummin: the running extremum) besides the backward
+// recurrence; long axes then need two extra passes.
+func (op ScanOp) forwardState() bool {
+	return op == ScanCumprod || op == ScanCummax || op == ScanCummin
+}
+
+// ScanDesc describes a scan backward.
+type ScanDesc struct {
+	Op    ScanOp
+	DType dtype.DType
+	// Shape of x, y, dy and dx: rank 1..8, dims >= 0.
+	Shape []int
+	// Axis is the scanned dim, 0..rank-1; a negative axis counts from the
+	// end, as in PyTorch.
+	Axis int
+	// Reverse: the forward scan ran from the end of the axis to its start
+	// (y_k combines x_k..x_{n-1}); the backward mirrors.
+	Reverse bool
+}
+
+// ScanArgs are the operands of one Run. Every tensor has the plan's shape
+// and dtype and may be strided. X and Y are the forward input and output,
+// required as ScanOp.Saved says and ignored otherwise. DX is written in
+// full (no zeroing needed); it may be the identical tensor as DY or X (in
+// place) but must not otherwise overlap them, and must not overlap Y (the
+// kernel reads y of neighbouring elements).
+type ScanArgs struct {
+	DY, X, Y, DX Tensor
+	// Workspace is scratch memory of at least WorkspaceSize() bytes,
+	// 16-byte aligned, when that is not 0; a Run owns it until the stream
+	// reaches the Run's end. It needs no initialization.
+	Workspace driver.Buffer
+}
+
+// ScanBackward is a validated plan for one scan backward. It is immutable
+// and safe for concurrent use (each concurrent Run needs its own workspace).
+type ScanBackward struct {
+	id     planID
+	desc   ScanDesc
+	shape  []int
+	axis   int
+	numel  int64
+	geom   scanGeom
+	kernel *kernelRef
+}
+
+// Launch geometry. The kernels view the tensors as nslices slices of n
+// elements along the axis. Two mappings:
+//
+//	row  (the axis is the innermost dim and longer than a col tile): split
+//	     threads (32..256) share a slice, each owning rowN consecutive
+//	     elements (16-byte loads where aligned), 256/split slices per block;
+//	col  (otherwise): the lanes of a warp take 32 consecutive slices, so
+//	     loads are coalesced across the inner dims, and split warps (1..8)
+//	     share the axis, each owning items (<= colN) elements.
+//
+// A slice longer than one tile (row: 256*rowN, col: 8*colN elements) is cut
+// into chunks tiles that chain through the workspace (a decoupled look-back
+// in one kernel); with a forward state two passes (tile aggregates, then
+// their prefixes) run first.
+type scanGeom struct {
+	row     bool
+	split   int32
+	items   int32
+	n       int64
+	nslices int64
+	chunks  int64
+	units   int64 // look-back units: slices (row) or 32-slice groups (col)
+	grid    int64 // blocks of the main launch (and of the tile-aggregate pass)
+	ws      scanWorkspace
+}
+
+// scanWorkspace is the workspace layout in bytes: a ticket counter at 0,
+// a flag per tile and unit, then (not zeroed) per tile and slice the
+// tile's map, the value after it and its forward prefix.
+type scanWorkspace struct {
+	flags, zero, agg, incl, fwd, size int64
+}
+
+// scanItems mirrors ScanItems in gen/scan.cuh: elements per thread per
+// tile in the row and col kernels.
+func scanItems(op ScanOp, dt dtype.DType) (row, col int64) {
+	size := dt.Size()
+	switch op {
+	case ScanCumsum:
+		switch size {
+		case 8:
+			return 8, 8
+		case 2:
+			return 32, 32
+		}
+		return 16, 32
+	case ScanCummax, ScanCummin:
+		switch size {
+		case 8:
+			return 16, 16
+		case 2:
+			return 32, 32
+		}
+		return 16, 32
+	}
+	if size == 8 {
+		return 8, 8
+	}
+	return 16, 16
+}
+
+const (
+	scanBlock     = 256
+	scanMaxBlocks = 1<<31 - 1
+)
+
+func scanCeil(a, b int64) int64 { return (a + b - 1) / b }
+
+func scanAlign16(v int64) int64 { return (v + 15) &^ 15 }
+
+// newScanGeom computes the geometry of a non-empty tensor.
+func newScanGeom(op ScanOp, dt dtype.DType, shape []int, axis int, numel int64) scanGeom {
+	rowN, colN := scanItems(op, dt)
+	g := scanGeom{n: int64(shape[axis])}
+	g.nslices = numel / g.n
+	inner := int64(1)
+	for _, d := range shape[axis+1:] {
+		inner *= int64(d)
+	}
+	if inner == 1 && g.n > 8*colN {
+		g.row = true
+		g.split = 32
+		for g.split < scanBlock && int64(g.split)*rowN < g.n {
+			g.split *= 2
+		}
+		g.items = int32(rowN)
+		g.chunks = scanCeil(g.n, int64(g.split)*rowN)
+		g.units = g.nslices
+		if g.chunks > 1 {
+			g.grid = g.chunks * g.nslices
+		} else {
+			g.grid = scanCeil(g.nslices, int64(scanBlock/g.split))
+		}
+	} else {
+		g.split, g.items, g.chunks = 8, int32(colN), scanCeil(g.n, 8*colN)
+		if g.chunks == 1 {
+			g.split = 1
+			for int64(g.split)*colN < g.n {
+				g.split *= 2
+			}
+			g.items = int32(scanCeil(g.n, int64(g.split)))
+		}
+		g.units = scanCeil(g.nslices, 32)
+		if g.chunks > 1 {
+			g.grid = g.chunks * g.units
+		} else {
+			g.grid = scanCeil(g.units, int64(8/g.split))
+		}
+	}
+	if g.chunks > 1 {
+		msize := int64(4)
+		if dt == dtype.F64 {
+			msize = 8
+		}
+		w := &g.ws
+		w.flags = 16
+		w.zero = scanAlign16(w.flags + g.chunks*g.units*4)
+		w.agg = w.zero
+		w.incl = scanAlign16(w.agg + g.chunks*g.nslices*2*msize)
+		w.fwd = scanAlign16(w.incl + g.chunks*g.nslices*msize)
+		w.size = w.fwd
+		if op.forwardState() {
+			w.size = scanAlign16(w.fwd + g.chunks*g.nslices*msize)
+		}
+	}
+	return g
+}
+
+// NewScanBackward validates desc and selects the kernel (row or col, from
+// the shape).
+func NewScanBackward(desc ScanDesc) (*ScanBackward, error) {
+	id := planID{plan: "ScanBackward", op: desc.Op.String(), dt: desc.DType}
+	if desc.Op < ScanCumsum || desc.Op > ScanLogcumsumexp {
+		return nil, id.errorf(ErrUnsupported, "unknown scan op %d", uint8(desc.Op))
+	}
+	if !desc.DType.Valid() {
+		return nil, id.errorf(ErrDType, "dtype %s is not one of f32, f16, bf16, f64", desc.DType)
+	}
+	if err := id.checkShape("shape", desc.Shape, 1); err != nil {
+		return nil, err
+	}
+	rank := len(desc.Shape)
+	axis := desc.Axis
+	if axis < -rank || axis >= rank {
+		return nil, id.errorf(ErrAxis, "axis %d is out of range for rank %d (shape %v)", desc.Axis, rank, desc.Shape)
+	}
+	if axis < 0 {
+		axis += rank
+	}
+	numel := int64(1)
+	for _, d := range desc.Shape {
+		if d == 0 {
+			numel = 0
+			break
+		}
+	}
+	if numel != 0 {
+		for _, d := range desc.Shape {
+			if numel > (1<<62)/int64(d) {
+				return nil, id.errorf(ErrShape, "shape %v has more than 2^62 elements", desc.Shape)
+			}
+			numel *= int64(d)
+		}
+	}
+	p := &ScanBackward{id: id, desc: desc, shape: append([]int(nil), desc.Shape...), axis: axis, numel: numel}
+	p.desc.Shape = p.shape
+	variant := "col"
+	if numel > 0 {
+		p.geom = newScanGeom(desc.Op, desc.DType, p.shape, axis, numel)
+		if p.geom.grid > scanMaxBlocks {
+			return nil, id.errorf(ErrUnsupported, "shape %v along axis %d needs %d blocks, more than a grid holds (%d)",
+				desc.Shape, axis, p.geom.grid, scanMaxBlocks)
+		}
+		if p.geom.row {
+			variant = "row"
+		}
+	}
+	name, ok := lookupKernel("scan", desc.Op.String(), desc.DType, variant)
+	if !ok {
+		return nil, id.errorf(ErrUnsupported, "no kernel for %s %s", desc.Op, desc.DType)
+	}
+	p.kernel = newKernelRef("scan", name)
+	return p, nil
+}
+
+// Kernel identifies the kernel the plan launches.
+func (p *ScanBackward) Kernel() KernelInfo {
+	return KernelInfo{Name: p.kernel.name, Family: "scan", Op: p.id.op, DType: p.desc.DType, Backend: backend}
+}
+
+// Precision: math in opmath; the scans accumulate in opmath.
+func (p *ScanBackward) Precision() Precision { return precisionFor(p.desc.DType, true) }
+
+// WorkspaceSize is the scratch memory a Run needs in ScanArgs.Workspace: 0
+// unless a slice is longer than one tile, then 16 to 40 bytes per tile and
+// slice. A tile is 256 runs along the innermost axis and 8 runs along any
+// other; a run is 16 elements (8 for f64), with cumsum 32 (16-bit types
+// along the innermost axis and f32/f16/bf16 along others) and with cummax
+// and cummin 32 (16 for f32 along the innermost axis and f64).
+func (p *ScanBackward) WorkspaceSize() int64 { return p.geom.ws.size }
+
+// Desc returns the plan's descriptor.
+func (p *ScanBackward) Desc() ScanDesc {
+	d := p.desc
+	d.Shape = append([]int(nil), p.shape...)
+	return d
+}
+
+// Check validates args against the plan without launching anything.
+func (p *ScanBackward) Check(a *ScanArgs) error {
+	dt, id := p.desc.DType, p.id
+	needX, needY := p.desc.Op.Saved()
+	if err := id.checkTensor("dy", &a.DY, roleInput, dt, p.shape); err != nil {
+		return err
+	}
+	if needX {
+		if err := id.checkTensor("x", &a.X, roleSaved, dt, p.shape); err != nil {
+			return err
+		}
+	}
+	if needY {
+		if err := id.checkTensor("y", &a.Y, roleSaved, dt, p.shape); err != nil {
+			return err
+		}
+	}
+	if err := id.checkTensor("dx", &a.DX, roleOutput, dt, p.shape); err != nil {
+		return err
+	}
+	if p.numel == 0 {
+		return nil
+	}
+	size := int64(dt.Size())
+	dxLo, dxHi := tensorRange(&a.DX, size)
+	if lo, hi := tensorRange(&a.DY, size); lo < dxHi && dxLo < hi && !sameLayout(&a.DX, &a.DY) {
+		return id.errorf(ErrLayout, "dx overlaps dy without being the identical tensor (in place)")
+	}
+	if needX {
+		if lo, hi := tensorRange(&a.X, size); lo < dxHi && dxLo < hi && !sameLayout(&a.DX, &a.X) {
+			return id.errorf(ErrLayout, "dx overlaps x without being the identical tensor (in place)")
+		}
+	}
+	if needY {
+		if lo, hi := tensorRange(&a.Y, size); lo < dxHi && dxLo < hi {
+			return id.errorf(ErrLayout, "dx overlaps y; %s reads y of neighbouring elements, so dx needs its own memory", p.desc.Op)
+		}
+	}
+	need := p.geom.ws.size
+	if need == 0 {
+		return nil
+	}
+	w := a.Workspace
+	if w.Addr == 0 {
+		return id.errorf(ErrMissing, "workspace of %d bytes is required (WorkspaceSize) for %d tiles of %d slices",
+			need, p.geom.chunks, p.geom.nslices)
+	}
+	if w.Size < need {
+		return id.errorf(ErrBufferTooSmall, "workspace needs %d bytes (WorkspaceSize) but has %d", need, w.Size)
+	}
+	if uintptr(w.Addr)%16 != 0 {
+		return id.errorf(ErrLayout, "workspace address %#x is not 16-byte aligned", uintptr(w.Addr))
+	}
+	wLo, wHi := uintptr(w.Addr), uintptr(w.Addr)+uintptr(need)
+	ts := [4]*Tensor{&a.DY, &a.X, &a.Y, &a.DX}
+	used := [4]bool{true, needX, needY, true}
+	for i, t := range ts {
+		if lo, hi := tensorRange(t, size); used[i] && lo < wHi && wLo < hi {
+			return id.errorf(ErrLayout, "workspace overlaps %s", [4]string{"dy", "x", "y", "dx"}[i])
+		}
+	}
+	return nil
+}
+
+// tensorRange is the byte range [lo, hi) a validated, non-empty tensor
+// addresses.
+func tensorRange(t *Tensor, size int64) (lo, hi uintptr) {
+	span := int64(1)
+	for d := range t.Shape {
+		span += int64(t.Shape[d]-1) * t.strideOf(d)
+	}
+	return uintptr(t.Buf.Addr), uintptr(t.Buf.Addr) + uintptr(span*size)
+}
+
+// sameLayout reports whether a and b address the same elements in the
+// same order.
+func sameLayout(a, b *Tensor) bool {
+	if a.Buf.Addr != b.Buf.Addr {
+		return false
+	}
+	for d := range a.Shape {
+		if a.Shape[d] != 1 && a.strideOf(d) != b.strideOf(d) {
+			return false
+		}
+	}
+	return true
+}
+
+// scanLayout mirrors ScanLayout in gen/scan.cuh; it travels by value as
+// the kernel's last parameter.
+type scanLayout struct {
+	n, nslices, chunks, units int64
+	srank, reverse, phase     int32
+	split, items, vec         int32
+	sdim                      [MaxRank - 1]int64
+	smagic                    [MaxRank - 1]uint64
+	sshift                    [MaxRank]int32
+	sstride                   [4][MaxRank - 1]int64 // dy, x, y, dx
+	astride                   [4]int64
+	wsFlags, wsAgg, wsIncl    int64
+	wsFwd                     int64
+}
+
+// Kernel phases (SCAN_MAIN, SCAN_FWD_TILES, SCAN_FWD_PREFIX).
+const (
+	scanMain      = 0
+	scanFwdTiles  = 1
+	scanFwdPrefix = 2
+)
+
+// divMagic64 returns the constants of scan_div in gen/scan.cuh, which
+// divides 0 <= n < 2^62 by d >= 1: (0, log2 d) for a power of two, else
+// m = ceil(2^(62+l)/d) with 2^(l-1) < d <= 2^l and shift l-2, so that
+// floor(n*m / 2^(64+l-2)) = floor(n/d) (Granlund and Montgomery, 1994,
+// theorem 4.2: m*d lies in [2^(62+l), 2^(62+l) + 2^l]).
+func divMagic64(d int64) (magic uint64, shift int32) {
+	u := uint64(d)
+	l := bits.Len64(u - 1)
+	if u&(u-1) == 0 {
+		return 0, int32(l)
+	}
+	q, r := bits.Div64(1<<(l-2), 0, u)
+	if r != 0 {
+		q++
+	}
+	return q, int32(l - 2)
+}
+
+// layout fills L for the args' strides: the slice dims (every dim but the
+// axis, size-1 dims dropped, neighbours merged where every operand allows)
+// and the strides along the axis.
+func (p *ScanBackward) layout(a *ScanArgs, L *scanLayout) {
+	g := &p.geom
+	*L = scanLayout{n: g.n, nslices: g.nslices, chunks: g.chunks, units: g.units,
+		split: g.split, items: g.items, phase: scanMain,
+		wsFlags: g.ws.flags, wsAgg: g.ws.agg, wsIncl: g.ws.incl, wsFwd: g.ws.fwd}
+	if p.desc.Reverse {
+		L.reverse = 1
+	}
+	needX, needY := p.desc.Op.Saved()
+	ts := [4]*Tensor{&a.DY, nil, nil, &a.DX}
+	if needX {
+		ts[1] = &a.X
+	}
+	if needY {
+		ts[2] = &a.Y
+	}
+	L.vec = 1
+	for t, tp := range ts {
+		if tp != nil {
+			L.astride[t] = tp.strideOf(p.axis)
+			if L.astride[t] != 1 && g.n > 1 {
+				L.vec = 0
+			}
+		}
+	}
+	r := 0
+	for d, n := range p.shape {
+		if d == p.axis || n == 1 {
+			continue
+		}
+		L.sdim[r] = int64(n)
+		for t, tp := range ts {
+			if tp != nil {
+				L.sstride[t][r] = tp.strideOf(d)
+			}
+		}
+		if r > 0 {
+			merge := true
+			for t, tp := range ts {
+				if tp != nil && L.sstride[t][r-1] != L.sstride[t][r]*L.sdim[r] {
+					merge = false
+					break
+				}
+			}
+			if merge {
+				L.sdim[r-1] *= L.sdim[r]
+				for t := range ts {
+					L.sstride[t][r-1] = L.sstride[t][r]
+					L.sstride[t][r] = 0
+				}
+				L.sdim[r] = 0
+				continue
+			}
+		}
+		r++
+	}
+	L.srank = int32(r)
+	for d := 0; d < r; d++ {
+		L.smagic[d], L.sshift[d] = divMagic64(L.sdim[d])
+	}
+}
+
+// Run validates args and enqueues the backward on s: with a workspace, a
+// memset of its flags, two forward-state passes for cumprod, cummax and
+// cummin, then the scan kernel. It never allocates device memory, copies
+// from the host or synchronizes.
+func (p *ScanBackward) Run(s *driver.Stream, a *ScanArgs) error {
+	if s == nil {
+		return p.id.errorf(ErrNilStream, "Run needs a stream")
+	}
+	if err := p.Check(a); err != nil {
+		return err
+	}
+	if p.numel == 0 {
+		return nil
+	}
+	lf, err := p.kernel.resolve(s.Context())
+	if err != nil {
+		return err
+	}
+	var L scanLayout
+	p.layout(a, &L)
+	g := &p.geom
+	if g.chunks > 1 {
+		if err := s.MemsetD8Async(a.Workspace.Slice(0, g.ws.zero), 0); err != nil {
+			return err
+		}
+		if p.desc.Op.forwardState() {
+			L.phase = scanFwdTiles
+			if err := p.launch(lf, s, a, &L, g.grid); err != nil {
+				return err
+			}
+			L.phase = scanFwdPrefix
+			if err := p.launch(lf, s, a, &L, scanCeil(g.nslices, scanBlock)); err != nil {
+				return err
+			}
+			L.phase = scanMain
+		}
+	}
+	return p.launch(lf, s, a, &L, g.grid)
+}
+
+func (p *ScanBackward) launch(lf *loadedFunction, s *driver.Stream, a *ScanArgs, L *scanLayout, blocks int64) error {
+	args := driver.GetArgs()
+	p.pack(args, a, L)
+	err := lf.fn.Launch(s, [3]uint32{uint32(blocks), 1, 1}, [3]uint32{scanBlock, 1, 1}, 0, args)
+	driver.PutArgs(args)
+	return err
+}
+
+// pack appends the kernel parameters in the order of the spec's scan ABI:
+// dy, x, y, dx (unused saves as null), workspace, layout.
+func (p *ScanBackward) pack(args *driver.Args, a *ScanArgs, L *scanLayout) {
+	needX, needY := p.desc.Op.Saved()
+	args.Ptr(a.DY.Buf.Addr)
+	if needX {
+		args.Ptr(a.X.Buf.Addr)
+	} else {
+		args.Ptr(0)
+	}
+	if needY {
+		args.Ptr(a.Y.Buf.Addr)
+	} else {
+		args.Ptr(0)
+	}
+	args.Ptr(a.DX.Buf.Addr)
+	args.Ptr(a.Workspace.Addr)
+	// The layout is copied into the argument block; L does not escape.
+	args.Bytes(unsafe.Pointer(L), unsafe.Sizeof(*L), 8)
+}

@@ -1,0 +1,360 @@
+package ops
+
+import (
+	"errors"
+	"math/bits"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"github.com/baracuda-go/baracuda/driver"
+	"github.com/baracuda-go/baracuda/internal/dtype"
+)
+
+func init() {
+	abiPackers["scan"] = func(a *driver.Args) {
+		(&ScanBackward{desc: ScanDesc{Op: ScanCumprod}}).pack(a, &ScanArgs{}, &scanLayout{})
+	}
+}
+
+func TestScanLayoutSize(t *testing.T) {
+	if s := unsafe.Sizeof(scanLayout{}); s != 488 {
+		t.Fatalf("scanLayout is %d bytes; ScanLayout in gen/scan.cuh is 488", s)
+	}
+	if o := unsafe.Offsetof(scanLayout{}.sstride); o != 200 {
+		t.Errorf("sstride at offset %d, want 200", o)
+	}
+	if o := unsafe.Offsetof(scanLayout{}.wsFwd); o != 480 {
+		t.Errorf("wsFwd at offset %d, want 480", o)
+	}
+}
+
+func TestNewScanBackwardErrors(t *testing.T) {
+	cases := []struct {
+		name string
+		desc ScanDesc
+		want error
+		msg  string
+	}{
+		{"unknown op", ScanDesc{Op: 0, DType: dtype.F32, Shape: []int{4}}, ErrUnsupported, "unknown scan op 0"},
+		{"op past the end", ScanDesc{Op: ScanLogcumsumexp + 1, DType: dtype.F32, Shape: []int{4}}, ErrUnsupported, "unknown scan op 6"},
+		{"bad dtype", ScanDesc{Op: ScanCumsum, DType: 9, Shape: []int{4}}, ErrDType, "dtype dtype(9)"},
+		{"rank 0", ScanDesc{Op: ScanCumsum, DType: dtype.F32, Shape: []int{}}, ErrRank, "rank 0"},
+		{"rank 9", ScanDesc{Op: ScanCumsum, DType: dtype.F32, Shape: []int{1, 1, 1, 1, 1, 1, 1, 1, 1}}, ErrRank, "rank 9"},
+		{"negative dim", ScanDesc{Op: ScanCummax, DType: dtype.F16, Shape: []int{3, -2}}, ErrShape, "dim 1 is -2"},
+		{"axis too large", ScanDesc{Op: ScanCumsum, DType: dtype.F32, Shape: []int{3, 4}, Axis: 2}, ErrAxis, "axis 2 is out of range for rank 2"},
+		{"axis too small", ScanDesc{Op: ScanCumsum, DType: dtype.F32, Shape: []int{3, 4}, Axis: -3}, ErrAxis, "axis -3"},
+		{"too many elements", ScanDesc{Op: ScanCumsum, DType: dtype.F32, Shape: []int{1 << 31, 1 << 31, 4}}, ErrShape, "more than 2^62"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := NewScanBackward(c.desc)
+			wantPlanError(t, err, c.want, "ScanBackward", c.msg)
+		})
+	}
+}
+
+func TestScanPlanInfo(t *testing.T) {
+	p, err := NewScanBackward(ScanDesc{Op: ScanLogcumsumexp, DType: dtype.BF16, Shape: []int{8, 4096}, Axis: -1, Reverse: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k := p.Kernel(); k.Name != "scan_bw_logcumsumexp_bf16_row" || k.Family != "scan" || k.Op != "logcumsumexp" || k.DType != dtype.BF16 {
+		t.Errorf("Kernel() = %+v", k)
+	}
+	if pr := p.Precision(); pr.Math != "f32" || pr.Accumulator != "f32" || !pr.Deterministic || !pr.BitStable {
+		t.Errorf("Precision() = %+v", pr)
+	}
+	if d := p.Desc(); d.Axis != -1 || !d.Reverse || len(d.Shape) != 2 || d.Shape[1] != 4096 {
+		t.Errorf("Desc() = %+v", d)
+	}
+	p.Desc().Shape[0] = 99
+	if p.shape[0] != 8 {
+		t.Error("Desc() shares the plan's shape")
+	}
+	col, _ := NewScanBackward(ScanDesc{Op: ScanCumsum, DType: dtype.F64, Shape: []int{4096, 3}})
+	if col.Kernel().Name != "scan_bw_cumsum_f64_col" {
+		t.Errorf("axis 0 of [4096 3] runs %s", col.Kernel().Name)
+	}
+	saved := map[ScanOp][2]bool{ScanCumsum: {false, false}, ScanCumprod: {true, true}, ScanCummax: {true, false},
+		ScanCummin: {true, false}, ScanLogcumsumexp: {true, true}}
+	for _, op := range ScanOps() {
+		x, y := op.Saved()
+		if [2]bool{x, y} != saved[op] {
+			t.Errorf("%s.Saved() = %v, %v", op, x, y)
+		}
+	}
+	if ScanOp(0).String() != "ScanOp(0)" || ScanCummin.String() != "cummin" {
+		t.Error("ScanOp.String")
+	}
+}
+
+// TestScanGeometry pins the mapping, tile and workspace choices: the bench
+// shapes, short and long axes, every op's items.
+func TestScanGeometry(t *testing.T) {
+	cases := []struct {
+		op           ScanOp
+		dt           dtype.DType
+		shape        []int
+		axis         int
+		row          bool
+		split, items int32
+		chunks       int64
+		units, grid  int64
+	}{
+		// 4096x4096 along the rows: one row per block, one tile each.
+		{ScanCumsum, dtype.F32, []int{4096, 4096}, 1, true, 256, 16, 1, 4096, 4096},
+		{ScanCummax, dtype.BF16, []int{4096, 4096}, 1, true, 128, 32, 1, 4096, 2048},
+		// Along the columns: 128 groups of 32 columns, tiles of 8*items rows.
+		{ScanCumsum, dtype.F32, []int{4096, 4096}, 0, false, 8, 32, 16, 128, 16 * 128},
+		{ScanCummax, dtype.F32, []int{4096, 4096}, 0, false, 8, 32, 16, 128, 16 * 128},
+		{ScanLogcumsumexp, dtype.BF16, []int{4096, 4096}, 0, false, 8, 16, 32, 128, 32 * 128},
+		{ScanCumprod, dtype.F64, []int{4096, 4096}, 0, false, 8, 8, 64, 128, 64 * 128},
+		// Short rows: several slices per block (32 threads each).
+		{ScanCumsum, dtype.F32, []int{100, 300}, 1, true, 32, 16, 1, 100, 13},
+		{ScanCumprod, dtype.F64, []int{5, 1000}, 1, true, 128, 8, 1, 5, 3},
+		// Long rows chain tiles.
+		{ScanCumsum, dtype.F32, []int{3, 100000}, 1, true, 256, 16, 25, 3, 75},
+		{ScanCumsum, dtype.F64, []int{100000}, 0, true, 256, 8, 49, 1, 49},
+		// Very short rows go to col: lanes take slices.
+		{ScanCumsum, dtype.F32, []int{1000, 7}, 1, false, 1, 7, 1, 32, 4},
+		{ScanCumsum, dtype.F32, []int{1000, 64}, 1, false, 2, 32, 1, 32, 8},
+		{ScanCumprod, dtype.F32, []int{1000, 64}, 1, false, 4, 16, 1, 32, 16},
+		{ScanCummin, dtype.F16, []int{1000, 100}, 1, false, 4, 25, 1, 32, 16},
+		// An inner axis of a rank-3 tensor.
+		{ScanCumprod, dtype.F32, []int{6, 300, 70}, 1, false, 8, 16, 3, 14, 42},
+		{ScanCumsum, dtype.F32, []int{1}, 0, false, 1, 1, 1, 1, 1},
+	}
+	for _, c := range cases {
+		p, err := NewScanBackward(ScanDesc{Op: c.op, DType: c.dt, Shape: c.shape, Axis: c.axis})
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := p.geom
+		if g.row != c.row || g.split != c.split || g.items != c.items || g.chunks != c.chunks || g.units != c.units || g.grid != c.grid {
+			t.Errorf("%s %s %v axis %d: row=%v split=%d items=%d chunks=%d units=%d grid=%d, want %v %d %d %d %d %d",
+				c.op, c.dt, c.shape, c.axis, g.row, g.split, g.items, g.chunks, g.units, g.grid,
+				c.row, c.split, c.items, c.chunks, c.units, c.grid)
+		}
+		if tile := int64(g.split) * int64(g.items); tile*g.chunks < g.n || tile*(g.chunks-1) >= g.n {
+			t.Errorf("%s %v: %d tiles of %d elements for %d", c.op, c.shape, g.chunks, tile, g.n)
+		}
+		if (g.chunks > 1) != (p.WorkspaceSize() > 0) {
+			t.Errorf("%s %v: %d chunks but a workspace of %d bytes", c.op, c.shape, g.chunks, p.WorkspaceSize())
+		}
+	}
+	// The workspace of the chained bench case: flags, maps, group values
+	// and the forward prefixes of cummax.
+	p, _ := NewScanBackward(ScanDesc{Op: ScanCummax, DType: dtype.F32, Shape: []int{4096, 4096}})
+	w := p.geom.ws
+	if w.flags != 16 || w.zero != 16+16*128*4 || w.agg != w.zero || w.incl != w.agg+16*4096*8 ||
+		w.fwd != w.incl+16*4096*4 || w.size != w.fwd+16*4096*4 {
+		t.Errorf("workspace layout %+v", w)
+	}
+	if e, _ := NewScanBackward(ScanDesc{Op: ScanCumsum, DType: dtype.F32, Shape: []int{0, 5000}, Axis: 1}); e.WorkspaceSize() != 0 {
+		t.Error("an empty tensor needs a workspace")
+	}
+}
+
+func TestScanDivMagic(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	div := func(n uint64, m uint64, s int32) uint64 {
+		if m == 0 {
+			return n >> s
+		}
+		hi, _ := bits.Mul64(n, m)
+		return hi >> s
+	}
+	ds := []int64{1, 2, 3, 5, 7, 8, 12, 100, 4095, 4096, 4097, 1<<31 - 1, 1 << 40, 1<<40 + 1, 1<<62 - 1}
+	for i := 0; i < 200; i++ {
+		ds = append(ds, 1+rng.Int64N(1<<uint(1+rng.IntN(62))))
+	}
+	for _, d := range ds {
+		m, s := divMagic64(d)
+		ns := []uint64{0, 1, uint64(d) - 1, uint64(d), uint64(d) + 1, 1<<62 - 1}
+		for i := 0; i < 100; i++ {
+			ns = append(ns, rng.Uint64N(1<<62))
+		}
+		for _, n := range ns {
+			if n >= 1<<62 {
+				continue
+			}
+			if got := div(n, m, s); got != n/uint64(d) {
+				t.Fatalf("%d / %d: magic (%d, %d) gives %d, want %d", n, d, m, s, got, n/uint64(d))
+			}
+		}
+	}
+}
+
+// TestScanLayout: slice dims merge where every operand allows, the axis
+// strides and the vector flag follow the operands, unused saves are left 0.
+func TestScanLayout(t *testing.T) {
+	p, err := NewScanBackward(ScanDesc{Op: ScanCumprod, DType: dtype.F32, Shape: []int{2, 3, 4, 5}, Axis: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ct := fakeTensor(dtype.F32, 2, 3, 4, 5)
+	args := ScanArgs{DY: ct, X: ct, Y: ct, DX: ct}
+	var L scanLayout
+	p.layout(&args, &L)
+	if L.srank != 1 || L.sdim[0] != 24 || L.sstride[0][0] != 5 || L.astride != [4]int64{1, 1, 1, 1} || L.vec != 1 ||
+		L.n != 5 || L.nslices != 24 || L.reverse != 0 {
+		t.Fatalf("contiguous: %+v", L)
+	}
+	// A transposed x along the axis: no vector loads; dims 0 and 1 still
+	// merge for every operand.
+	tx := fakeTensor(dtype.F32, 2, 3, 4, 5)
+	tx.Strides = []int{12, 4, 1, 24}
+	args.X = tx
+	p.layout(&args, &L)
+	if L.vec != 0 || L.astride[1] != 24 || L.srank != 1 || L.sstride[1][0] != 1 || L.sstride[0][0] != 5 {
+		t.Fatalf("transposed x: %+v", L)
+	}
+	// An inner axis: the dims around it stay apart; cumsum leaves x, y out.
+	q, _ := NewScanBackward(ScanDesc{Op: ScanCumsum, DType: dtype.F32, Shape: []int{6, 1, 7, 9}, Axis: 2, Reverse: true})
+	c2 := fakeTensor(dtype.F32, 6, 1, 7, 9)
+	a2 := ScanArgs{DY: c2, X: c2, DX: c2}
+	q.layout(&a2, &L)
+	if L.srank != 2 || L.sdim[0] != 6 || L.sdim[1] != 9 || L.sstride[3][0] != 63 || L.sstride[3][1] != 1 ||
+		L.astride[0] != 9 || L.astride[1] != 0 || L.sstride[1][0] != 0 || L.reverse != 1 {
+		t.Fatalf("inner axis: %+v", L)
+	}
+	if m, s := divMagic64(9); L.smagic[1] != m || L.sshift[1] != s {
+		t.Errorf("magic of dim 9: %d, %d", L.smagic[1], L.sshift[1])
+	}
+}
+
+// scanArgs builds contiguous fake operands and, when the plan needs one, a
+// workspace after them.
+func scanArgs(p *ScanBackward) ScanArgs {
+	shape := p.shape
+	n := numel(shape) * int64(p.desc.DType.Size())
+	mk := func(i int) Tensor {
+		return Tensor{Buf: driver.Buffer{Addr: driver.DevicePtr(0x100000 + int64(i)*((n+255)&^255)), Size: n},
+			DType: p.desc.DType, Shape: shape}
+	}
+	a := ScanArgs{DY: mk(0), X: mk(1), Y: mk(2), DX: mk(3)}
+	if w := p.WorkspaceSize(); w > 0 {
+		a.Workspace = driver.Buffer{Addr: driver.DevicePtr(0x100000 + 4*((n+255)&^255)), Size: w}
+	}
+	return a
+}
+
+func TestScanCheck(t *testing.T) {
+	mk := func(op ScanOp, shape ...int) *ScanBackward {
+		p, err := NewScanBackward(ScanDesc{Op: op, DType: dtype.F32, Shape: shape, Axis: 0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	prod := mk(ScanCumprod, 3, 5)
+	sum := mk(ScanCumsum, 3, 5)
+	lce := mk(ScanLogcumsumexp, 3, 5)
+	cmax := mk(ScanCummax, 3, 5)
+	long := mk(ScanCummax, 1000, 40)
+	if long.WorkspaceSize() == 0 {
+		t.Fatal("a 1000-long col axis needs a workspace")
+	}
+	cases := []struct {
+		name   string
+		plan   *ScanBackward
+		mutate func(*ScanArgs)
+		want   error
+		msg    string
+	}{
+		{"valid", prod, func(*ScanArgs) {}, nil, ""},
+		{"cumsum ignores saves", sum, func(a *ScanArgs) { a.X, a.Y = Tensor{}, Tensor{} }, nil, ""},
+		{"cummax ignores y", cmax, func(a *ScanArgs) { a.Y = Tensor{} }, nil, ""},
+		{"missing dy", prod, func(a *ScanArgs) { a.DY = Tensor{} }, ErrMissing, "dy has no buffer"},
+		{"missing dx", prod, func(a *ScanArgs) { a.DX = Tensor{} }, ErrMissing, "dx has no buffer"},
+		{"missing x", prod, func(a *ScanArgs) { a.X = Tensor{} }, ErrMissingSaved, "x is required by cumprod"},
+		{"missing y", lce, func(a *ScanArgs) { a.Y.Buf = driver.Buffer{} }, ErrMissingSaved, "y is required by logcumsumexp"},
+		{"missing x cummax", cmax, func(a *ScanArgs) { a.X = Tensor{} }, ErrMissingSaved, "x is required by cummax"},
+		{"dtype", prod, func(a *ScanArgs) { a.Y.DType = dtype.BF16 }, ErrDType, "y dtype bf16 must be f32"},
+		{"shape", prod, func(a *ScanArgs) { a.DX.Shape = []int{5, 3} }, ErrShape, "dx shape [5 3] must equal [3 5]"},
+		{"rank", prod, func(a *ScanArgs) { a.DY.Shape = []int{15} }, ErrShape, "dy shape [15] must equal [3 5]"},
+		{"short buffer", prod, func(a *ScanArgs) { a.X.Buf.Size = 59 }, ErrBufferTooSmall, "x needs 60 bytes"},
+		{"strided span", prod, func(a *ScanArgs) { a.Y.Strides = []int{10, 1} }, ErrBufferTooSmall, "y needs 100 bytes"},
+		{"stride count", prod, func(a *ScanArgs) { a.X.Strides = []int{1} }, ErrLayout, "1 strides"},
+		{"negative stride", prod, func(a *ScanArgs) { a.DY.Strides = []int{-5, 1} }, ErrLayout, "must be >= 0"},
+		{"misaligned", prod, func(a *ScanArgs) { a.DY.Buf.Addr += 2 }, ErrLayout, "not aligned"},
+		{"output broadcast", prod, func(a *ScanArgs) { a.DX.Strides = []int{0, 1} }, ErrLayout, "share memory"},
+		{"input broadcast ok", prod, func(a *ScanArgs) { a.X.Strides = []int{0, 1} }, nil, ""},
+		{"transposed ok", prod, func(a *ScanArgs) { a.DX.Strides, a.DX.Buf.Size = []int{1, 3}, 60 }, nil, ""},
+		{"in place dy", prod, func(a *ScanArgs) { a.DX = a.DY }, nil, ""},
+		{"in place x", prod, func(a *ScanArgs) { a.DX = a.X }, nil, ""},
+		{"dx overlaps dy", prod, func(a *ScanArgs) { a.DX.Buf = a.DY.Buf; a.DX.Buf.Addr += 8 }, ErrLayout, "dx overlaps dy"},
+		{"dx transposes dy", prod, func(a *ScanArgs) { a.DX.Buf = a.DY.Buf; a.DX.Strides = []int{1, 3} }, ErrLayout, "dx overlaps dy"},
+		{"dx overlaps x", prod, func(a *ScanArgs) { a.DX.Buf = a.X.Buf; a.DX.Buf.Addr += 4 }, ErrLayout, "dx overlaps x"},
+		{"dx is y", prod, func(a *ScanArgs) { a.DX = a.Y }, ErrLayout, "dx overlaps y"},
+		{"cumsum dx over unused y", sum, func(a *ScanArgs) { a.DX = a.Y }, nil, ""},
+		{"no workspace", long, func(a *ScanArgs) { a.Workspace = driver.Buffer{} }, ErrMissing, "workspace of"},
+		{"short workspace", long, func(a *ScanArgs) { a.Workspace.Size-- }, ErrBufferTooSmall, "workspace needs"},
+		{"misaligned workspace", long, func(a *ScanArgs) { a.Workspace.Addr += 8 }, ErrLayout, "16-byte aligned"},
+		{"workspace over dx", long, func(a *ScanArgs) { a.Workspace.Addr = a.DX.Buf.Addr }, ErrLayout, "workspace overlaps dx"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			args := scanArgs(c.plan)
+			c.mutate(&args)
+			err := c.plan.Check(&args)
+			if c.want == nil {
+				if err != nil {
+					t.Fatalf("unexpected error %v", err)
+				}
+				return
+			}
+			if !errors.Is(err, c.want) || !strings.Contains(err.Error(), c.msg) {
+				t.Fatalf("err = %v, want %v containing %q", err, c.want, c.msg)
+			}
+		})
+	}
+	// An empty tensor needs no buffers; Run returns at once.
+	empty, _ := NewScanBackward(ScanDesc{Op: ScanCumprod, DType: dtype.F32, Shape: []int{4, 0}, Axis: 1})
+	ea := ScanArgs{DY: Tensor{DType: dtype.F32, Shape: []int{4, 0}}, X: Tensor{DType: dtype.F32, Shape: []int{4, 0}},
+		Y: Tensor{DType: dtype.F32, Shape: []int{4, 0}}, DX: Tensor{DType: dtype.F32, Shape: []int{4, 0}}}
+	if err := empty.Check(&ea); err != nil {
+		t.Errorf("empty: %v", err)
+	}
+	if err := empty.Run(nil, &ea); !errors.Is(err, ErrNilStream) {
+		t.Errorf("nil stream: %v", err)
+	}
+}
+
+// FuzzScanDescriptor: random descriptors, strides and buffer sizes never
+// panic; every error matches a sentinel.
+func FuzzScanDescriptor(f *testing.F) {
+	f.Add(uint8(2), uint8(1), int16(3), int16(5), int8(0), false, int8(0), int8(0), int64(64), uint8(0), int64(0))
+	f.Add(uint8(3), uint8(4), int16(1000), int16(40), int8(0), true, int8(40), int8(1), int64(1<<20), uint8(2), int64(1<<20))
+	f.Add(uint8(5), uint8(3), int16(-1), int16(2), int8(-1), false, int8(1), int8(1), int64(8), uint8(15), int64(8))
+	f.Fuzz(func(t *testing.T, op, dt uint8, d0, d1 int16, axis int8, rev bool, s0, s1 int8, size int64, drop uint8, ws int64) {
+		desc := ScanDesc{Op: ScanOp(op), DType: dtype.DType(dt), Shape: []int{int(d0), int(d1)}, Axis: int(axis), Reverse: rev}
+		p, err := NewScanBackward(desc)
+		if err != nil {
+			if !isSentinel(err) {
+				t.Fatalf("NewScanBackward: non-sentinel error %v", err)
+			}
+			return
+		}
+		mk := func(i int) Tensor {
+			tt := Tensor{Buf: driver.Buffer{Addr: driver.DevicePtr(0x10000 * (i + 1)), Size: size}, DType: desc.DType, Shape: desc.Shape}
+			if s0 != 0 || s1 != 0 {
+				tt.Strides = []int{int(s0), int(s1)}
+			}
+			if drop&(1<<i) != 0 {
+				tt = Tensor{}
+			}
+			return tt
+		}
+		args := ScanArgs{DY: mk(0), X: mk(1), Y: mk(2), DX: mk(3), Workspace: driver.Buffer{Addr: 0x1000000, Size: ws}}
+		if err := p.Check(&args); err != nil && !isSentinel(err) {
+			t.Fatalf("Check: non-sentinel error %v", err)
+		}
+		var L scanLayout
+		if p.Check(&args) == nil && p.numel > 0 {
+			p.layout(&args, &L)
+		}
+	})
+}
