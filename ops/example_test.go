@@ -5,14 +5,13 @@ import (
 	"fmt"
 
 	"github.com/baracuda-go/baracuda/driver"
-	"github.com/baracuda-go/baracuda/internal/dtype"
 	"github.com/baracuda-go/baracuda/ops"
 )
 
 // A plan is built once per (op, dtype, shape) and validates every Run's
 // tensors before anything is launched. Check needs no GPU.
 func ExampleNewBinaryBackward() {
-	plan, err := ops.NewBinaryBackward(ops.BinaryDesc{Op: ops.BinaryMul, DType: dtype.F32, Shape: []int{2, 3}})
+	plan, err := ops.NewBinaryBackward(ops.BinaryDesc{Op: ops.BinaryMul, DType: ops.F32, Shape: []int{2, 3}})
 	if err != nil {
 		panic(err)
 	}
@@ -21,8 +20,8 @@ func ExampleNewBinaryBackward() {
 	// Device memory would come from ctx.Alloc; here a made-up address shows
 	// validation alone.
 	buf := driver.Buffer{Addr: 0x100000, Size: 6 * 4}
-	t := ops.NewTensor(buf, dtype.F32, 2, 3)
-	args := &ops.BinaryArgs{DY: t, A: t, B: ops.NewTensor(buf, dtype.F32, 3, 2), DA: t, DB: t}
+	t := ops.NewTensor(buf, ops.F32, 2, 3)
+	args := &ops.BinaryArgs{DY: t, A: t, B: ops.NewTensor(buf, ops.F32, 3, 2), DA: t, DB: t}
 	err = plan.Check(args)
 	fmt.Println(errors.Is(err, ops.ErrShape))
 	fmt.Println(err)
@@ -35,12 +34,12 @@ func ExampleNewBinaryBackward() {
 // Reductions take dy and y in keepdim form: the input shape with the
 // reduced axis set to 1.
 func ExampleNewReduceBackward() {
-	plan, err := ops.NewReduceBackward(ops.ReduceDesc{Op: ops.ReduceVar, DType: dtype.BF16, Shape: []int{4, 7, 9}, Axis: 1, Correction: 1})
+	plan, err := ops.NewReduceBackward(ops.ReduceDesc{Op: ops.ReduceVar, DType: ops.BF16, Shape: []int{4, 7, 9}, Axis: 1, Correction: 1})
 	if err != nil {
 		panic(err)
 	}
 	fmt.Println(plan.Kernel().Family, plan.Precision().Accumulator)
-	_, err = ops.NewReduceBackward(ops.ReduceDesc{Op: ops.ReduceMax, DType: dtype.F32, Shape: []int{3, 0}, Axis: 1})
+	_, err = ops.NewReduceBackward(ops.ReduceDesc{Op: ops.ReduceMax, DType: ops.F32, Shape: []int{3, 0}, Axis: 1})
 	fmt.Println(errors.Is(err, ops.ErrShape))
 	// Output:
 	// reduce f32
