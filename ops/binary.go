@@ -120,8 +120,8 @@ func NewBinaryBackward(desc BinaryDesc) (*BinaryBackward, error) {
 	if desc.Op < BinaryAdd || desc.Op > BinaryLerp {
 		return nil, id.errorf(ErrUnsupported, "unknown binary op %d", uint8(desc.Op))
 	}
-	if !desc.DType.Valid() {
-		return nil, id.errorf(ErrDType, "dtype %s is not one of f32, f16, bf16, f64", desc.DType)
+	if err := id.checkDType(desc.DType); err != nil {
+		return nil, err
 	}
 	if err := id.checkShape("shape", desc.Shape, 0); err != nil {
 		return nil, err

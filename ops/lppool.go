@@ -119,8 +119,8 @@ func lpOutputSize(l, k, s int64, ceil bool) int64 {
 }
 
 func newLpPool(id planID, dt dtype.DType, n, c, h, w, kh, kw, sh, sw int, p float64, ceil bool, rank int) (*lpPool, error) {
-	if !dt.Valid() {
-		return nil, id.errorf(ErrDType, "dtype %s is not one of f32, f16, bf16, f64", dt)
+	if err := id.checkDType(dt); err != nil {
+		return nil, err
 	}
 	if math.IsNaN(p) || math.IsInf(p, 0) || p <= 0 {
 		return nil, id.errorf(ErrParam, "norm p = %v must be finite and > 0 (p = inf, max pooling, is not supported)", p)

@@ -263,20 +263,15 @@ func NewReduceBackward(desc ReduceDesc) (*ReduceBackward, error) {
 	if desc.Op < ReduceSum || desc.Op > ReduceStd {
 		return nil, id.errorf(ErrUnsupported, "unknown reduce op %d", uint8(desc.Op))
 	}
-	if !desc.DType.Valid() {
-		return nil, id.errorf(ErrDType, "dtype %s is not one of f32, f16, bf16, f64", desc.DType)
+	if err := id.checkDType(desc.DType); err != nil {
+		return nil, err
 	}
 	if err := id.checkShape("shape", desc.Shape, 1); err != nil {
 		return nil, err
 	}
-	rank := len(desc.Shape)
-	if desc.Axis < -rank || desc.Axis >= rank {
-		return nil, id.errorf(ErrAxis, "axis %d is out of range for shape %v (rank %d takes -%d..%d)",
-			desc.Axis, desc.Shape, rank, rank, rank-1)
-	}
-	axis := desc.Axis
-	if axis < 0 {
-		axis += rank
+	axis, err := id.normalizeAxis(desc.Axis, desc.Shape)
+	if err != nil {
+		return nil, err
 	}
 	numel := int64(1)
 	for _, d := range desc.Shape {

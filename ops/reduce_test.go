@@ -98,7 +98,7 @@ func TestNewReduceBackwardErrors(t *testing.T) {
 		{"rank 0", ReduceDesc{Op: ReduceSum, DType: dtype.F32}, ErrRank, "rank 0"},
 		{"rank 9", ReduceDesc{Op: ReduceSum, DType: dtype.F32, Shape: []int{1, 1, 1, 1, 1, 1, 1, 1, 1}}, ErrRank, "rank 9"},
 		{"negative dim", ReduceDesc{Op: ReduceSum, DType: dtype.F32, Shape: []int{4, -2}}, ErrShape, "dim 1 is -2"},
-		{"axis too big", ReduceDesc{Op: ReduceSum, DType: dtype.F32, Shape: []int{4, 5}, Axis: 2}, ErrAxis, "axis 2 is out of range for shape [4 5] (rank 2 takes -2..1)"},
+		{"axis too big", ReduceDesc{Op: ReduceSum, DType: dtype.F32, Shape: []int{4, 5}, Axis: 2}, ErrAxis, "axis 2 is out of range for rank 2, shape [4 5] (rank 2 takes -2..1)"},
 		{"axis too negative", ReduceDesc{Op: ReduceSum, DType: dtype.F32, Shape: []int{4, 5}, Axis: -3}, ErrAxis, "axis -3"},
 		{"overflow", ReduceDesc{Op: ReduceSum, DType: dtype.F32, Shape: []int{1 << 31, 1 << 31, 1 << 2}}, ErrShape, "more than 2^60"},
 		{"max empty axis", ReduceDesc{Op: ReduceMax, DType: dtype.F32, Shape: []int{3, 0}, Axis: 1}, ErrShape, "reduced axis 1 of shape [3 0] has length 0"},

@@ -269,19 +269,15 @@ func NewScanBackward(desc ScanDesc) (*ScanBackward, error) {
 	if desc.Op < ScanCumsum || desc.Op > ScanLogcumsumexp {
 		return nil, id.errorf(ErrUnsupported, "unknown scan op %d", uint8(desc.Op))
 	}
-	if !desc.DType.Valid() {
-		return nil, id.errorf(ErrDType, "dtype %s is not one of f32, f16, bf16, f64", desc.DType)
+	if err := id.checkDType(desc.DType); err != nil {
+		return nil, err
 	}
 	if err := id.checkShape("shape", desc.Shape, 1); err != nil {
 		return nil, err
 	}
-	rank := len(desc.Shape)
-	axis := desc.Axis
-	if axis < -rank || axis >= rank {
-		return nil, id.errorf(ErrAxis, "axis %d is out of range for rank %d (shape %v)", desc.Axis, rank, desc.Shape)
-	}
-	if axis < 0 {
-		axis += rank
+	axis, err := id.normalizeAxis(desc.Axis, desc.Shape)
+	if err != nil {
+		return nil, err
 	}
 	numel := int64(1)
 	for _, d := range desc.Shape {

@@ -77,6 +77,28 @@ func shapeEqual(a, b []int) bool {
 	return true
 }
 
+// checkDType validates a descriptor dtype.
+func (id planID) checkDType(dt dtype.DType) error {
+	if !dt.Valid() {
+		return id.errorf(ErrDType, "dtype %s is not one of f32, f16, bf16, f64", dt)
+	}
+	return nil
+}
+
+// normalizeAxis checks axis against shape's rank and maps a negative axis
+// (counting from the end, as in PyTorch) to its index.
+func (id planID) normalizeAxis(axis int, shape []int) (int, error) {
+	rank := len(shape)
+	if axis < -rank || axis >= rank {
+		return 0, id.errorf(ErrAxis, "axis %d is out of range for rank %d, shape %v (rank %d takes -%d..%d)",
+			axis, rank, shape, rank, rank, rank-1)
+	}
+	if axis < 0 {
+		axis += rank
+	}
+	return axis, nil
+}
+
 // checkShape validates a descriptor shape: rank 0..MaxRank (minRank and up)
 // and no negative dims.
 func (id planID) checkShape(field string, shape []int, minRank int) error {
