@@ -1,5 +1,7 @@
 package ops
 
+import "math/bits"
+
 // Launch geometry shared by the families.
 
 // gridStride returns the number of blocks for a grid-stride loop over work
@@ -80,4 +82,23 @@ func (v *elemView) contiguous(ts *[5]*Tensor) bool {
 		}
 	}
 	return true
+}
+
+// divMagic returns the constants of lp_div (gen/lppool.cuh) and scan_div
+// (gen/scan.cuh), which divide any 0 <= n < 2^62 by d >= 1 with a
+// multiply-high: for a power of two (0, log2 d); otherwise (ceil(2^(62+l)/d), l-2) with 2^(l-1) < d <= 2^l.
+// Granlund and Montgomery (1994), theorem 4.2: m*d lies in
+// [2^(62+l), 2^(62+l) + 2^l], so floor(m*n / 2^(62+l)) = floor(n/d).
+func divMagic(d int64) (magic uint64, shift int32) {
+	u := uint64(d)
+	l := bits.Len64(u - 1) // ceil(log2 d)
+	if u&(u-1) == 0 {
+		return 0, int32(l)
+	}
+	// 2^(62+l) as hi:lo, with hi = 2^(l-2) < d so Div64 cannot overflow.
+	q, r := bits.Div64(1<<(l-2), 0, u)
+	if r != 0 {
+		q++
+	}
+	return q, int32(l - 2)
 }

@@ -308,25 +308,6 @@ func divMagic32(d int64) (magic uint32, shift int32) {
 	return uint32(m), int32(l - 1)
 }
 
-// divMagic returns the constants of lp_div in gen/lppool.cuh, which
-// divides any 0 <= n < 2^62 by d >= 1 with a multiply-high: for a power of
-// two (0, log2 d); otherwise (ceil(2^(62+l)/d), l-2) with 2^(l-1) < d <= 2^l.
-// Granlund and Montgomery (1994), theorem 4.2: m*d lies in
-// [2^(62+l), 2^(62+l) + 2^l], so floor(m*n / 2^(62+l)) = floor(n/d).
-func divMagic(d int64) (magic uint64, shift int32) {
-	u := uint64(d)
-	l := bits.Len64(u - 1) // ceil(log2 d)
-	if u&(u-1) == 0 {
-		return 0, int32(l)
-	}
-	// 2^(62+l) as hi:lo, with hi = 2^(l-2) < d so Div64 cannot overflow.
-	q, r := bits.Div64(1<<(l-2), 0, u)
-	if r != 0 {
-		q++
-	}
-	return q, int32(l - 2)
-}
-
 // layout fills L for the args' strides and picks the kernel variant and
 // its tiling; smem is a tile's dynamic shared memory in bytes.
 func (pl *lpPool) layout(a *LpPoolArgs, block int, L *lpLayout) (variant int, smem int) {

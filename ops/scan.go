@@ -2,7 +2,6 @@ package ops
 
 import (
 	"fmt"
-	"math/bits"
 	"unsafe"
 
 	"github.com/baracuda-go/baracuda/driver"
@@ -448,24 +447,6 @@ const (
 	scanFwdPrefix = 2
 )
 
-// divMagic64 returns the constants of scan_div in gen/scan.cuh, which
-// divides 0 <= n < 2^62 by d >= 1: (0, log2 d) for a power of two, else
-// m = ceil(2^(62+l)/d) with 2^(l-1) < d <= 2^l and shift l-2, so that
-// floor(n*m / 2^(64+l-2)) = floor(n/d) (Granlund and Montgomery, 1994,
-// theorem 4.2: m*d lies in [2^(62+l), 2^(62+l) + 2^l]).
-func divMagic64(d int64) (magic uint64, shift int32) {
-	u := uint64(d)
-	l := bits.Len64(u - 1)
-	if u&(u-1) == 0 {
-		return 0, int32(l)
-	}
-	q, r := bits.Div64(1<<(l-2), 0, u)
-	if r != 0 {
-		q++
-	}
-	return q, int32(l - 2)
-}
-
 // layout fills L for the args' strides: the slice dims (every dim but the
 // axis, size-1 dims dropped, neighbours merged where every operand allows)
 // and the strides along the axis.
@@ -527,7 +508,7 @@ func (p *ScanBackward) layout(a *ScanArgs, L *scanLayout) {
 	}
 	L.srank = int32(r)
 	for d := 0; d < r; d++ {
-		L.smagic[d], L.sshift[d] = divMagic64(L.sdim[d])
+		L.smagic[d], L.sshift[d] = divMagic(L.sdim[d])
 	}
 }
 

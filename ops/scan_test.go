@@ -171,7 +171,7 @@ func TestScanDivMagic(t *testing.T) {
 		ds = append(ds, 1+rng.Int64N(1<<uint(1+rng.IntN(62))))
 	}
 	for _, d := range ds {
-		m, s := divMagic64(d)
+		m, s := divMagic(d)
 		ns := []uint64{0, 1, uint64(d) - 1, uint64(d), uint64(d) + 1, 1<<62 - 1}
 		for i := 0; i < 100; i++ {
 			ns = append(ns, rng.Uint64N(1<<62))
@@ -220,7 +220,7 @@ func TestScanLayout(t *testing.T) {
 		L.astride[0] != 9 || L.astride[1] != 0 || L.sstride[1][0] != 0 || L.reverse != 1 {
 		t.Fatalf("inner axis: %+v", L)
 	}
-	if m, s := divMagic64(9); L.smagic[1] != m || L.sshift[1] != s {
+	if m, s := divMagic(9); L.smagic[1] != m || L.sshift[1] != s {
 		t.Errorf("magic of dim 9: %d, %d", L.smagic[1], L.sshift[1])
 	}
 }
