@@ -91,39 +91,28 @@ func LpPoolCoef(dy, y, k, c, p float64) float64 {
 // PyTorch's avg_pool backward is, so a cell in no window gets 0*x^(p-1): 0
 // for finite x^(p-1), NaN for a NaN or infinite one. p == 1 gives x^0 = 1.
 func LpPoolBackward(g LpPoolGeom, dy, x, y []float64) []float64 {
-	ho, wo := g.Out()
-	dx := make([]float64, g.N*g.C*g.H*g.W)
-	k := float64(g.KH * g.KW)
-	for nc := 0; nc < g.N*g.C; nc++ {
-		for i := 0; i < g.H; i++ {
-			for j := 0; j < g.W; j++ {
-				s := 0.0
-				for oh := 0; oh < ho; oh++ {
-					if i < oh*g.SH || i >= oh*g.SH+g.KH {
-						continue
-					}
-					for ow := 0; ow < wo; ow++ {
-						if j < ow*g.SW || j >= ow*g.SW+g.KW {
-							continue
-						}
-						o := (nc*ho+oh)*wo + ow
-						s += LpPoolCoef(dy[o], y[o], k, float64(g.count(oh, ow)), g.P)
-					}
-				}
-				xi := x[(nc*g.H+i)*g.W+j]
-				dx[(nc*g.H+i)*g.W+j] = s * math.Pow(xi, g.P-1)
-			}
-		}
-	}
-	return dx
+	return lpGather(g, dy, x, y, false)
 }
 
 // LpPoolMagnitude returns, per input cell, |x_i^(p-1)| * Σ_{w∋i} |coef_w|:
 // the scale of the terms summed into dx_i, against which a tolerance for
 // cancellation is measured.
 func LpPoolMagnitude(g LpPoolGeom, dy, x, y []float64) []float64 {
+	return lpGather(g, dy, x, y, true)
+}
+
+// lpGather sums, per input cell, the coefficients of the windows holding
+// it (oh-major) and multiplies by x^(p-1); with abs it sums and multiplies
+// absolute values instead.
+func lpGather(g LpPoolGeom, dy, x, y []float64, abs bool) []float64 {
+	mag := func(v float64) float64 {
+		if abs {
+			return math.Abs(v)
+		}
+		return v
+	}
 	ho, wo := g.Out()
-	m := make([]float64, g.N*g.C*g.H*g.W)
+	out := make([]float64, g.N*g.C*g.H*g.W)
 	k := float64(g.KH * g.KW)
 	for nc := 0; nc < g.N*g.C; nc++ {
 		for i := 0; i < g.H; i++ {
@@ -138,12 +127,13 @@ func LpPoolMagnitude(g LpPoolGeom, dy, x, y []float64) []float64 {
 							continue
 						}
 						o := (nc*ho+oh)*wo + ow
-						s += math.Abs(LpPoolCoef(dy[o], y[o], k, float64(g.count(oh, ow)), g.P))
+						s += mag(LpPoolCoef(dy[o], y[o], k, float64(g.count(oh, ow)), g.P))
 					}
 				}
-				m[(nc*g.H+i)*g.W+j] = s * math.Abs(math.Pow(x[(nc*g.H+i)*g.W+j], g.P-1))
+				c := (nc*g.H+i)*g.W + j
+				out[c] = s * mag(math.Pow(x[c], g.P-1))
 			}
 		}
 	}
-	return m
+	return out
 }
