@@ -22,14 +22,29 @@ REDUCE = ["sum", "mean", "max", "min", "prod", "norm2", "logsumexp", "var", "std
 SCAN = ["cumsum", "cumprod", "cummax", "cummin", "logcumsumexp"]
 
 
+# Every timed run is queued behind a write of a 256 MiB scratch buffer and a
+# spin of about half a millisecond, exactly as `baracuda bench` queues its
+# runs behind the same write: caches start cold, and autograd's host work
+# is done while the GPU is still busy, so the events bracket PyTorch's GPU
+# time alone (its kernels and the gaps between them).
+FLUSH_BYTES = 256 << 20
+SPIN_CYCLES = 1_000_000
+_flush = None
+
+
 def median_us(fn, iters=20, warmup=3):
+    global _flush
+    if _flush is None:
+        _flush = torch.empty(FLUSH_BYTES, dtype=torch.uint8, device="cuda")
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
     samples = []
-    for _ in range(iters):
+    for i in range(iters):
         begin = torch.cuda.Event(enable_timing=True)
         finish = torch.cuda.Event(enable_timing=True)
+        _flush.fill_(i & 0xFF)
+        torch.cuda._sleep(SPIN_CYCLES)
         begin.record()
         fn()
         finish.record()

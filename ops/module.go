@@ -1,6 +1,11 @@
 package ops
 
 import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 
@@ -52,7 +57,7 @@ func loadFunction(ctx *driver.Context, family, name string, block int) (*loadedF
 		if err := driver.CheckComputeCapability(major, minor, MinComputeMajor, MinComputeMinor); err != nil {
 			return nil, err
 		}
-		src, err := ptx.Module(family)
+		src, err := modulePTX(family)
 		if err != nil {
 			return nil, err
 		}
@@ -105,4 +110,23 @@ func (k *kernelRef) resolve(ctx *driver.Context) (*loadedFunction, error) {
 	}
 	k.last.Store(lf)
 	return lf, nil
+}
+
+// PTXDirEnv names a directory whose <family>.ptx files replace the embedded
+// modules. It is a kernel developer's knob (time a PTX variant built by
+// scripts/ptx-variant.sh without rebuilding the Go binary); a family with
+// no file there keeps its embedded module. Users leave it unset.
+const PTXDirEnv = "BARACUDA_PTX_DIR"
+
+func modulePTX(family string) ([]byte, error) {
+	if dir := os.Getenv(PTXDirEnv); dir != "" {
+		src, err := os.ReadFile(filepath.Join(dir, family+".ptx"))
+		if err == nil {
+			return src, nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("ops: %s=%s: %w", PTXDirEnv, dir, err)
+		}
+	}
+	return ptx.Module(family)
 }
