@@ -59,3 +59,38 @@ func ptrParam(name, ctype string) Param {
 var families = []*Family{&binaryFamily, &reduceFamily, &scanFamily, &lppoolFamily}
 
 var allDTypes = []dtype.DType{dtype.F32, dtype.F16, dtype.BF16, dtype.F64}
+
+// Build is one compilation of every family: the base build holds every
+// kernel for compute_70; an extra build recompiles the kernels of some
+// dtypes for a newer virtual architecture into a module of its own
+// (kernels/ptx/<family><Suffix>.ptx), which the loader prefers on GPUs of
+// at least MinMajor. Same source, same names, same ABI.
+type Build struct {
+	Suffix   string        // module name suffix, "" for the base build
+	Arch     string        // nvcc's -arch
+	MinMajor int           // lowest compute capability major that loads it
+	DTypes   []dtype.DType // nil: every kernel (the base build)
+	Verify   []string      // real architectures ptxas must accept it for
+}
+
+// builds: compute_70 serves every dtype, converting bf16 through f32 in
+// software; compute_80 has bf16 conversion instructions, which the bf16
+// reductions, scans and binary ops measurably need (docs/benchmarks.md:
+// +5 to +13 points of copy bandwidth on an H100).
+var builds = []Build{
+	{Suffix: "", Arch: "compute_70", MinMajor: 7, Verify: []string{"sm_70", "sm_80", "sm_90"}},
+	{Suffix: "_sm80", Arch: "compute_80", MinMajor: 8, DTypes: []dtype.DType{dtype.BF16}, Verify: []string{"sm_80", "sm_90"}},
+}
+
+// has reports whether the build compiles kernels of dtype dt.
+func (b Build) has(dt dtype.DType) bool {
+	if b.DTypes == nil {
+		return true
+	}
+	for _, d := range b.DTypes {
+		if d == dt {
+			return true
+		}
+	}
+	return false
+}

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/baracuda-go/baracuda/driver"
+	"github.com/baracuda-go/baracuda/internal/dtype"
 )
 
 // abiPackers holds, per family, a call of the family's real packing code
@@ -64,5 +65,30 @@ func TestLaunchersPackABI(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestModuleFor: bf16 kernels load from the compute_80 build on compute
+// capability 8.0 and newer, everything else (and everything under
+// BARACUDA_BASE_PTX) from the base build.
+func TestModuleFor(t *testing.T) {
+	cases := []struct {
+		dt    dtype.DType
+		major int
+		base  bool
+		want  string
+	}{
+		{dtype.BF16, 9, false, "reduce_sm80"},
+		{dtype.BF16, 8, false, "reduce_sm80"},
+		{dtype.BF16, 7, false, "reduce"},
+		{dtype.BF16, 9, true, "reduce"},
+		{dtype.F32, 9, false, "reduce"},
+		{dtype.F16, 8, false, "reduce"},
+		{dtype.F64, 9, false, "reduce"},
+	}
+	for _, c := range cases {
+		if got := moduleFor("reduce", c.dt, c.major, c.base); got != c.want {
+			t.Errorf("moduleFor(reduce, %s, major %d, base %v) = %q, want %q", c.dt, c.major, c.base, got, c.want)
+		}
 	}
 }

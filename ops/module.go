@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/baracuda-go/baracuda/driver"
+	"github.com/baracuda-go/baracuda/internal/dtype"
 	"github.com/baracuda-go/baracuda/kernels/ptx"
 )
 
@@ -30,7 +31,7 @@ var modules struct {
 
 type moduleKey struct {
 	ctx    *driver.Context
-	family string
+	module string // family plus build suffix, e.g. "reduce_sm80"
 }
 
 // loadedFunction is a kernel resolved in one context, with what the
@@ -42,26 +43,27 @@ type loadedFunction struct {
 	blocksPerSM int // resident blocks per SM at the family's block size
 }
 
-func loadFunction(ctx *driver.Context, family, name string, block int) (*loadedFunction, error) {
+func loadFunction(ctx *driver.Context, family string, dt dtype.DType, name string, block int) (*loadedFunction, error) {
+	// The base PTX targets compute_70: an older GPU would fail inside the
+	// JIT with a bare code, so say what is wrong first.
+	major, minor, err := ctx.Device().ComputeCapability()
+	if err != nil {
+		return nil, err
+	}
+	if err := driver.CheckComputeCapability(major, minor, MinComputeMajor, MinComputeMinor); err != nil {
+		return nil, err
+	}
+	module := moduleFor(family, dt, major, os.Getenv(BasePTXEnv) != "")
 	modules.Lock()
 	defer modules.Unlock()
-	key := moduleKey{ctx, family}
+	key := moduleKey{ctx, module}
 	mod := modules.m[key]
 	if mod == nil {
-		// The PTX targets compute_70: an older GPU would fail inside the
-		// JIT with a bare code, so say what is wrong first.
-		major, minor, err := ctx.Device().ComputeCapability()
+		src, err := modulePTX(module)
 		if err != nil {
 			return nil, err
 		}
-		if err := driver.CheckComputeCapability(major, minor, MinComputeMajor, MinComputeMinor); err != nil {
-			return nil, err
-		}
-		src, err := modulePTX(family)
-		if err != nil {
-			return nil, err
-		}
-		if mod, err = ctx.LoadModule(family, src); err != nil {
+		if mod, err = ctx.LoadModule(module, src); err != nil {
 			return nil, err
 		}
 		if modules.m == nil {
@@ -91,20 +93,27 @@ func loadFunction(ctx *driver.Context, family, name string, block int) (*loadedF
 // the last context it ran in, so a warm Run looks nothing up.
 type kernelRef struct {
 	family string
+	dtype  dtype.DType
 	name   string
 	block  int
 	last   atomic.Pointer[loadedFunction]
 }
 
 func newKernelRef(family, name string) *kernelRef {
-	return &kernelRef{family: family, name: name, block: familyByName(family).block}
+	k := &kernelRef{family: family, name: name, block: familyByName(family).block}
+	for i := range kernelTable {
+		if kernelTable[i].name == name {
+			k.dtype = kernelTable[i].dtype
+		}
+	}
+	return k
 }
 
 func (k *kernelRef) resolve(ctx *driver.Context) (*loadedFunction, error) {
 	if lf := k.last.Load(); lf != nil && lf.ctx == ctx {
 		return lf, nil
 	}
-	lf, err := loadFunction(ctx, k.family, k.name, k.block)
+	lf, err := loadFunction(ctx, k.family, k.dtype, k.name, k.block)
 	if err != nil {
 		return nil, err
 	}
@@ -118,9 +127,14 @@ func (k *kernelRef) resolve(ctx *driver.Context) (*loadedFunction, error) {
 // no file there keeps its embedded module. Users leave it unset.
 const PTXDirEnv = "BARACUDA_PTX_DIR"
 
-func modulePTX(family string) ([]byte, error) {
+// BasePTXEnv, when set to anything, makes every kernel load from the base
+// (compute_70) build even where a newer build has it: to test the base
+// kernels on a new GPU. Users leave it unset.
+const BasePTXEnv = "BARACUDA_BASE_PTX"
+
+func modulePTX(module string) ([]byte, error) {
 	if dir := os.Getenv(PTXDirEnv); dir != "" {
-		src, err := os.ReadFile(filepath.Join(dir, family+".ptx"))
+		src, err := os.ReadFile(filepath.Join(dir, module+".ptx"))
 		if err == nil {
 			return src, nil
 		}
@@ -128,5 +142,5 @@ func modulePTX(family string) ([]byte, error) {
 			return nil, fmt.Errorf("ops: %s=%s: %w", PTXDirEnv, dir, err)
 		}
 	}
-	return ptx.Module(family)
+	return ptx.Module(module)
 }

@@ -50,24 +50,35 @@ func parseEntries(src string) (map[string][]ptxParam, error) {
 }
 
 // VerifyEmbeddedPTX checks every row of the generated support table against
-// the embedded PTX: the entry exists under the name the speller gives, its
-// parameters have the family's types, sizes and order, and no module holds
-// an entry the table lacks. It needs no GPU.
+// the embedded PTX of every build that holds it: the entry exists under
+// the name the speller gives, its parameters have the family's types,
+// sizes and order, and no module holds an entry the table lacks. It needs
+// no GPU.
 func VerifyEmbeddedPTX() []error {
 	var errs []error
+	type modRef struct {
+		module string
+		build  *buildRow
+	}
+	var mods []modRef
 	entries := map[string]map[string][]ptxParam{}
 	for _, f := range familyTable {
-		src, err := ptx.Module(f.name)
-		if err != nil {
-			errs = append(errs, err)
-			continue
+		for i := range buildTable {
+			b := &buildTable[i]
+			name := f.name + b.suffix
+			mods = append(mods, modRef{name, b})
+			src, err := ptx.Module(name)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			es, err := parseEntries(string(src))
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s.ptx: %w", name, err))
+				continue
+			}
+			entries[name] = es
 		}
-		es, err := parseEntries(string(src))
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s.ptx: %w", f.name, err))
-			continue
-		}
-		entries[f.name] = es
 	}
 	counted := map[string]int{}
 	for _, k := range kernelTable {
@@ -79,27 +90,40 @@ func VerifyEmbeddedPTX() []error {
 		if want := naming.Kernel(f.prefix, k.op, k.dtype.Suffix(), k.variant); k.name != want {
 			errs = append(errs, fmt.Errorf("table name %q, speller gives %q", k.name, want))
 		}
-		got, ok := entries[k.family][k.name]
-		if !ok {
-			errs = append(errs, fmt.Errorf("kernel %s is in the table but not in %s.ptx", k.name, k.family))
-			continue
-		}
-		counted[k.family]++
-		if len(got) != len(f.params) {
-			errs = append(errs, fmt.Errorf("kernel %s: PTX has %d parameters, the %s ABI %d", k.name, len(got), f.name, len(f.params)))
-			continue
-		}
-		for i, p := range f.params {
-			g := got[i]
-			if g.typ != p.ptx || g.size != p.size || g.align != p.align {
-				errs = append(errs, fmt.Errorf("kernel %s parameter %d (%s): PTX .%s size %d align %d, ABI .%s size %d align %d",
-					k.name, i, p.name, g.typ, g.size, g.align, p.ptx, p.size, p.align))
+		for i := range buildTable {
+			b := &buildTable[i]
+			if !b.has(k.dtype) {
+				continue
 			}
+			module := k.family + b.suffix
+			got, ok := entries[module][k.name]
+			if !ok {
+				errs = append(errs, fmt.Errorf("kernel %s is in the table but not in %s.ptx", k.name, module))
+				continue
+			}
+			counted[module]++
+			errs = append(errs, checkParams(k.name, f, got)...)
 		}
 	}
-	for fam, es := range entries {
-		if counted[fam] != len(es) {
-			errs = append(errs, fmt.Errorf("%s.ptx has %d entries, the table %d", fam, len(es), counted[fam]))
+	for _, m := range mods {
+		if es, ok := entries[m.module]; ok && counted[m.module] != len(es) {
+			errs = append(errs, fmt.Errorf("%s.ptx has %d entries, the table %d", m.module, len(es), counted[m.module]))
+		}
+	}
+	return errs
+}
+
+// checkParams compares one entry's PTX parameters with its family's ABI.
+func checkParams(name string, f *familyRow, got []ptxParam) []error {
+	if len(got) != len(f.params) {
+		return []error{fmt.Errorf("kernel %s: PTX has %d parameters, the %s ABI %d", name, len(got), f.name, len(f.params))}
+	}
+	var errs []error
+	for i, p := range f.params {
+		g := got[i]
+		if g.typ != p.ptx || g.size != p.size || g.align != p.align {
+			errs = append(errs, fmt.Errorf("kernel %s parameter %d (%s): PTX .%s size %d align %d, ABI .%s size %d align %d",
+				name, i, p.name, g.typ, g.size, g.align, p.ptx, p.size, p.align))
 		}
 	}
 	return errs

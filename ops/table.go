@@ -30,6 +30,43 @@ type familyRow struct {
 	params []abiParam
 }
 
+// buildRow is one module build (see builds in gen/spec.go).
+type buildRow struct {
+	suffix   string
+	arch     string
+	minMajor int
+	dtypes   []dtype.DType // empty: every kernel
+}
+
+func (b *buildRow) has(dt dtype.DType) bool {
+	if len(b.dtypes) == 0 {
+		return true
+	}
+	for _, d := range b.dtypes {
+		if d == dt {
+			return true
+		}
+	}
+	return false
+}
+
+// moduleFor is the module a kernel of family and dtype dt loads from on a
+// device of compute capability major: the last build that holds dt and
+// that the device reaches, or the base build when baseOnly is set.
+func moduleFor(family string, dt dtype.DType, major int, baseOnly bool) string {
+	mod := family
+	if baseOnly {
+		return mod
+	}
+	for i := range buildTable {
+		b := &buildTable[i]
+		if major >= b.minMajor && b.has(dt) {
+			mod = family + b.suffix
+		}
+	}
+	return mod
+}
+
 func familyByName(name string) *familyRow {
 	for i := range familyTable {
 		if familyTable[i].name == name {

@@ -305,3 +305,11 @@ var familyTable = [...]familyRow{
 		{name: "L", ptx: "b8", size: 312, align: 8},
 	}},
 }
+
+// buildTable lists the module builds, base first: a kernel of dtype d runs
+// from the last build that holds d and that the device's compute
+// capability (major) reaches; module <family><suffix>.
+var buildTable = [...]buildRow{
+	{suffix: "", arch: "compute_70", minMajor: 7, dtypes: []dtype.DType{}},
+	{suffix: "_sm80", arch: "compute_80", minMajor: 8, dtypes: []dtype.DType{dtype.BF16}},
+}

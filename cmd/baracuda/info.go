@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/baracuda-go/baracuda/driver"
 	"github.com/baracuda-go/baracuda/kernels/ptx"
@@ -17,10 +18,6 @@ func runInfo(w io.Writer, args []string) error {
 	fs := flag.NewFlagSet("info", flag.ContinueOnError)
 	if err := fs.Parse(args); err != nil {
 		return err
-	}
-	counts := map[string]int{}
-	for _, k := range ops.Kernels() {
-		counts[k.Family]++
 	}
 	driverVersion := 0
 	if err := driver.Load(); err != nil {
@@ -54,8 +51,8 @@ func runInfo(w io.Writer, args []string) error {
 				jit = "yes"
 			}
 		}
-		fmt.Fprintf(w, "  %-8s PTX ISA %d.%d, %s, needs CUDA %s+, %3d kernels, this driver can JIT it: %s\n",
-			fam, maj, min, target, driver.FormatCUDAVersion(need), counts[fam], jit)
+		fmt.Fprintf(w, "  %-12s PTX ISA %d.%d, %s, needs CUDA %s+, %3d kernels, this driver can JIT it: %s\n",
+			fam, maj, min, target, driver.FormatCUDAVersion(need), strings.Count(string(src), ".entry "), jit)
 	}
 	fmt.Fprintf(w, "  %d kernels in all\n", len(ops.Kernels()))
 	return nil
