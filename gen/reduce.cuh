@@ -49,9 +49,9 @@
 #define RED_BLOCK 256
 #define RED_SRANK (BC_MAX_RANK - 1)
 // RedCache is the 16-byte packs of x a row-mapping thread keeps in
-// registers between the statistics and the apply step: 16 values (4 packs
-// of f32, 2 of f16/bf16), 4 values (2 packs) of f64.
-template <typename T> struct RedCache { static constexpr int packs = sizeof(T) == 8 ? 2 : (int)sizeof(T); };
+// registers between the statistics and the apply step: 4 packs (16 values
+// of f32, 32 of f16/bf16: 64 bytes in flight per thread), 2 of f64.
+template <typename T> struct RedCache { static constexpr int packs = sizeof(T) == 8 ? 2 : 4; };
 
 enum { RED_ROW = 0, RED_COL = 1 };
 enum { RED_FUSED = 0, RED_STATS = 1, RED_APPLY = 2 };
@@ -380,6 +380,7 @@ __device__ __forceinline__ void red_row_tile(const T* __restrict__ x, const T* _
 				[&](const T* xq, T*) { Op::accum(acc, to_op(*xq), yv); });
 		} else {
 			const RedCtx<M> pc = Op::template slice<M>(g, yv, Op::template assumed<M>(), L.scale, L.k);
+#pragma unroll 4
 			for (i64 p = lane; p < np; p += G) {
 				const Pack<T> v = load_pack(xp + p * N);
 				Pack<T> r;
@@ -424,6 +425,7 @@ __device__ __forceinline__ void red_row_tile(const T* __restrict__ x, const T* _
 			}
 		}
 	} else {
+#pragma unroll 4
 		for (i64 p = lane; p < np; p += G) {
 			Pack<T> v, out;
 			if (Op::needs_x) v = load_pack(xp + p * N);
@@ -438,10 +440,10 @@ __device__ __forceinline__ void red_row_tile(const T* __restrict__ x, const T* _
 }
 
 // RedColVec is how many adjacent slices a col-mapping thread takes when x
-// and dx are contiguous across them (cvec > 1): 4 (one 16-byte access of
-// f32, 8 bytes of f16/bf16), 2 for f64.
-template <typename T> struct RedColVec { static constexpr int n = 4; };
-template <> struct RedColVec<double> { static constexpr int n = 2; };
+// and dx are contiguous across them: one 16-byte access (4 of f32, 8 of
+// f16/bf16, 2 of f64), else half of that (an 8-byte access), else 1 (the
+// launcher's cvec says which).
+template <typename T> struct RedColVec { static constexpr int n = 16 / sizeof(T); };
 
 
 // RedVec is V adjacent elements moved with one access.
@@ -480,7 +482,7 @@ template <typename T, int V> __device__ __forceinline__ void red_vstore(T* p, co
 // One col-mapping tile: a block of W = 256/H threads across slices, each
 // taking V adjacent slices (V = L.cvec), by H threads along k. The V
 // slices' statistics reduce over the H threads through shared memory
-// (sm holds RED_BLOCK * 4 entries).
+// (sm holds RED_BLOCK * RedColVec<T>::n entries).
 template <typename T, typename Op, int Pass, int V>
 __device__ __forceinline__ void red_col_tile(const T* __restrict__ x, const T* __restrict__ y,
 		const T* __restrict__ dy, T* __restrict__ dx, RedAcc<typename OpMath<T>::type>* __restrict__ ws,
@@ -522,7 +524,7 @@ __device__ __forceinline__ void red_col_tile(const T* __restrict__ x, const T* _
 		for (int v = 0; v < V; ++v) pc[v] = Op::template slice<M>(g[v], yv[v], Op::template assumed<M>(), L.scale, L.k);
 		const T* xp = xs + kt * kx;
 		T* dp = ds + kt * kd;
-#pragma unroll 2
+#pragma unroll 4
 		for (i64 n = red_steps(len, kt, H); n > 0; --n, xp += H * kx, dp += H * kd) {
 			const RedVec<T, V> xv = red_vload<T, V>(xp);
 			RedVec<T, V> r;
@@ -575,7 +577,7 @@ __device__ __forceinline__ void red_col_tile(const T* __restrict__ x, const T* _
 	for (int v = 0; v < V; ++v) cx[v] = Op::template slice<M>(g[v], yv[v], acc[v], L.scale, L.k);
 	const T* xp = xs + kt * kx;
 	T* dp = ds + kt * kd;
-#pragma unroll 2
+#pragma unroll 4
 	for (i64 n = red_steps(len, kt, H); n > 0; --n, xp += H * kx, dp += H * kd) {
 		RedVec<T, V> xv, r;
 		if (Op::needs_x) xv = red_vload<T, V>(xp);
@@ -594,8 +596,10 @@ __device__ __forceinline__ void red_col_pass(const T* __restrict__ x, const T* _
 	constexpr int V = RedColVec<T>::n;
 	for (i64 b = blockIdx.x; b < L.tiles; b += gridDim.x) {
 		const i64 t = L.reverse ? L.tiles - 1 - b : b;
-		if (L.cvec > 1) {
+		if (L.cvec == V) {
 			red_col_tile<T, Op, Pass, V>(x, y, dy, dx, ws, L, t, sm);
+		} else if (V > 2 && L.cvec == V / 2) {
+			red_col_tile<T, Op, Pass, (V > 2 ? V / 2 : 1)>(x, y, dy, dx, ws, L, t, sm);
 		} else {
 			red_col_tile<T, Op, Pass, 1>(x, y, dy, dx, ws, L, t, sm);
 		}

@@ -147,16 +147,17 @@ type reduceLayout struct {
 // chunks; a (slice, chunk) pair is a tile. The row mapping (the axis is x's
 // fastest dim) gives a tile G threads stepping along the axis with 16-byte
 // packs; the col mapping (an outer axis) gives a block 256/H threads across
-// slices, each taking V adjacent slices (V = 4, 2 for f64, when x and dx
-// are contiguous across them, else 1), by H threads along the axis. The
+// slices, each taking V adjacent slices (one 16-byte access: V = 4 of f32,
+// 8 of f16/bf16, 2 of f64; else one 8-byte access; else 1, by what x and dx
+// allow), by H threads along the axis. The
 // chunking depends on the shape and dtype only, so the workspace size is
 // known at plan time and results are the same bits on every GPU.
 const (
 	redBlock = 256
-	// redCacheValues is RedCache in reduce.cuh: x values per row thread
-	// kept in registers (4 for f64), so a row of up to G*16 values is read
-	// once.
-	redCacheValues = 16
+	// redCachePacks is RedCache in reduce.cuh: 16-byte packs of x per row
+	// thread kept in registers (2 for f64), so a row of up to G*4 packs is
+	// read once.
+	redCachePacks = 4
 	// redTargetThreads is the parallelism a launch aims for (about the
 	// resident threads of a large GPU); slices are split into chunks only
 	// when they give fewer than half of it.
@@ -199,7 +200,7 @@ func pow2Clamp(v int64, hi int32) int32 {
 func rowGeometry(slices, k int64, size int) reduceGeom {
 	n := int64(16 / size)
 	units := ceilDiv(k, n)
-	cp := int64(redCacheValues) / n
+	cp := int64(redCachePacks)
 	if size == 8 {
 		cp = 2
 	}
@@ -241,13 +242,9 @@ func colGeometry(slices, k int64, v int64) reduceGeom {
 	return geo
 }
 
-// colVec is RedColVec in reduce.cuh: adjacent slices per col thread.
-func colVec(dt dtype.DType) int64 {
-	if dt == dtype.F64 {
-		return 2
-	}
-	return 4
-}
+// colVec is RedColVec in reduce.cuh: adjacent slices per col thread in one
+// 16-byte access.
+func colVec(dt dtype.DType) int64 { return int64(16 / dt.Size()) }
 
 // redAccSize is the size of one workspace entry (RedAcc<opmath>).
 func redAccSize(dt dtype.DType) int64 {
@@ -556,8 +553,13 @@ func (p *ReduceBackward) layout(a *ReduceArgs, L *reduceLayout) {
 		L.vstride = [2]int64{st[1][m-1], st[2][m-1]}
 	}
 	if !row {
-		if v := colVec(p.desc.DType); p.colVectorizable(ts[0], ts[3], &dim, &st, kst, m, v) {
-			L.cvec = int32(v)
+		// One 16-byte access per thread where x and dx allow it, else
+		// one 8-byte access (v/2 slices, when that is at least 2), else 1.
+		for _, v := range [2]int64{colVec(p.desc.DType), colVec(p.desc.DType) / 2} {
+			if v >= 2 && p.colVectorizable(ts[0], ts[3], &dim, &st, kst, m, v) {
+				L.cvec = int32(v)
+				break
+			}
 		}
 		w := int64(redBlock/geo.group) * int64(L.cvec)
 		L.tiles = ceilDiv(p.slices, w) * geo.nchunks

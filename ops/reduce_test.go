@@ -323,8 +323,9 @@ func TestReduceGeometry(t *testing.T) {
 	}{
 		// 4096x4096 along axis 1 (row) and axis 0 (col): the bench shapes.
 		{"4096 f32", 4096, 4096, 4, reduceGeom{256, 4096, 1, 4096}, reduceGeom{8, 128, 32, 1024}},
-		{"4096 bf16", 4096, 4096, 2, reduceGeom{256, 4096, 1, 4096}, reduceGeom{8, 128, 32, 1024}},
+		{"4096 bf16", 4096, 4096, 2, reduceGeom{128, 4096, 1, 4096}, reduceGeom{8, 128, 32, 512}},
 		// A short axis: one thread per row (one pack), 64 threads x 4 slices x 4 rows per col block.
+		// (col takes one 16-byte access of slices per thread: 4 f32, 8 bf16, 2 f64.)
 		{"k=4", 1000, 4, 4, reduceGeom{1, 4, 1, 1000}, reduceGeom{4, 4, 1, 4}},
 		{"k=1", 77, 1, 2, reduceGeom{1, 1, 1, 77}, reduceGeom{1, 1, 1, 1}},
 		// One long slice: split into chunks of 4 packs per thread.
@@ -336,7 +337,7 @@ func TestReduceGeometry(t *testing.T) {
 		if g := rowGeometry(c.slices, c.k, c.size); g != c.row {
 			t.Errorf("%s: row %+v, want %+v", c.name, g, c.row)
 		}
-		if g := colGeometry(c.slices, c.k, 4); g != c.col {
+		if g := colGeometry(c.slices, c.k, int64(16/c.size)); g != c.col {
 			t.Errorf("%s: col %+v, want %+v", c.name, g, c.col)
 		}
 	}
@@ -402,7 +403,12 @@ func TestReduceLayout(t *testing.T) {
 		if L.mapping != redCol || L.cvec != 4 || L.srank != 2 || L.tiles != 1 || L.vstride != [2]int64{1, 1} {
 			t.Fatalf("layout %+v", L)
 		}
-		a.DX.Buf.Addr += 4 // dx no longer 16-byte aligned
+		a.DX.Buf.Addr += 8 // dx 8-byte but not 16-byte aligned: 8-byte accesses
+		p.layout(&a, &L)
+		if L.cvec != 2 {
+			t.Errorf("8-byte aligned dx: cvec %d", L.cvec)
+		}
+		a.DX.Buf.Addr -= 4 // dx only 4-byte aligned
 		p.layout(&a, &L)
 		if L.cvec != 1 {
 			t.Errorf("misaligned dx: cvec %d", L.cvec)

@@ -230,6 +230,15 @@ func Unaligned(shape []int) Layout {
 	return Layout{Name: "unaligned", Offset: 1, Span: product(shape) + 1}
 }
 
+// Shifted returns a contiguous layout that starts n elements into its
+// buffer: with n = 2 or 4, 16-byte accesses are impossible for some dtypes
+// while 8-byte ones still line up (f32 at n = 2, f16/bf16 at n = 4).
+func Shifted(n int64) func([]int) Layout {
+	return func(shape []int) Layout {
+		return Layout{Name: fmt.Sprintf("shifted%d", n), Offset: n, Span: product(shape) + n}
+	}
+}
+
 // Padded lays shape out inside a larger dense array (each dim one longer),
 // so no dim is contiguous with the next.
 func Padded(shape []int) Layout {

@@ -118,6 +118,12 @@ func ReduceCases(quick bool) []ReduceCase {
 				ReduceCase{Shape: s.shape, Axis: s.axis, Correction: 1, Layouts: mixed})
 		}
 	}
+	// Operands 8- but not 16-byte aligned: the col mapping's 8-byte
+	// accesses, unsplit and split along the axis.
+	for _, sh := range []func([]int) Layout{Shifted(2), Shifted(4)} {
+		cs = append(cs, ReduceCase{Shape: []int{64, 130, 40}, Axis: 1, Correction: 1, Layouts: same4(sh)},
+			ReduceCase{Shape: []int{3000, 16}, Axis: 0, Correction: 1, Layouts: same4(sh)})
+	}
 	// Corrections: c = 0, N == c, N < c (fractional), N == 1 with c = 1.
 	for _, c := range []struct {
 		shape []int
