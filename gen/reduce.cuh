@@ -188,8 +188,9 @@ struct RedProd {
 	}
 };
 
-// vector 2-norm: y = sqrt(Σx²). dx = g*(x/y); 0 where y == 0 (a select:
-// 0 even for a NaN or infinite g).
+// vector 2-norm: y = sqrt(Σx²). dx = g*(x/y) with x/y replaced by 0 where
+// y == 0 (PyTorch's masked_fill before the product: g*0, so NaN for a NaN
+// or infinite g).
 struct RedNorm2 : RedNoStats {
 	static constexpr bool needs_x = true, needs_y = true;
 	template <typename M> __device__ static RedCtx<M> slice(M g, M y, const RedAcc<M>&, double, i64) {

@@ -133,11 +133,14 @@ func ReduceBackward(op string, g float64, x []float64, y, correction float64, dx
 			}
 		}
 	case "norm2":
+		// PyTorch: g * (x/y).masked_fill_(y == 0, 0), so a NaN or
+		// infinite g still gives NaN where y == 0.
 		for i, v := range x {
-			dx[i] = 0
+			q := 0.0
 			if y != 0 {
-				dx[i] = g * (v / y)
+				q = v / y
 			}
+			dx[i] = g * q
 		}
 	case "logsumexp":
 		for i, v := range x {

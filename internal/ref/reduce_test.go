@@ -55,7 +55,10 @@ func TestReduceEdgeRules(t *testing.T) {
 		{"prod two zeros", "prod", 5, []float64{0, 3, 0}, nan, 0, []float64{0, 0, 0}},
 		{"prod inf without zero", "prod", 1, []float64{inf, 2}, nan, 0, []float64{nan, inf}},
 		{"prod single", "prod", 7, []float64{3}, nan, 0, []float64{7}},
-		{"norm2 zero NaN g", "norm2", nan, []float64{0, 0}, nan, 0, []float64{0, 0}},
+		// PyTorch masks x/y, not the product: g*0 stays NaN (SEMANTICS.md 3.4).
+		{"norm2 zero NaN g", "norm2", nan, []float64{0, 0}, nan, 0, []float64{nan, nan}},
+		{"norm2 zero inf g", "norm2", inf, []float64{0, 0}, nan, 0, []float64{nan, nan}},
+		{"norm2 zero finite g", "norm2", 3, []float64{0, 0}, nan, 0, []float64{0, 0}},
 		{"norm2 inf element", "norm2", 1, []float64{inf, 1}, nan, 0, []float64{nan, 0}},
 		{"logsumexp NaN", "logsumexp", 1, []float64{nan, 1}, nan, 0, []float64{nan, nan}},
 		{"mean", "mean", 4, []float64{1, 2, 3, 4}, nan, 0, []float64{1, 1, 1, 1}},
