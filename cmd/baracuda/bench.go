@@ -42,21 +42,36 @@ func (b *benchEnv) free() {
 	b.bufs = nil
 }
 
-// upload allocates n elements of dt and fills them with gen(i) (inputs are
-// made on the host once and never timed).
+// upload allocates n elements of dt and fills them with gen() (inputs are
+// made on the host once and never timed); a nil gen leaves zeros.
 func (b *benchEnv) upload(dt dtype.DType, n int64, gen func() float64) (driver.Buffer, error) {
-	buf, err := b.ctx.Alloc(n * int64(dt.Size()))
-	if err != nil {
-		return buf, err
-	}
-	b.bufs = append(b.bufs, buf)
 	if gen == nil {
+		buf, err := b.ctx.Alloc(n * int64(dt.Size()))
+		if err != nil {
+			return buf, err
+		}
+		b.bufs = append(b.bufs, buf)
 		return buf, b.ctx.Memset8(buf, 0)
 	}
+	return b.uploadValues(dt, b.values(dt, n, gen))
+}
+
+// values draws n values from gen, rounded to dt (what the GPU will hold).
+func (b *benchEnv) values(dt dtype.DType, n int64, gen func() float64) []float64 {
 	vals := make([]float64, n)
 	for i := range vals {
 		vals[i] = gen()
 	}
+	return dtype.Decode(dt, dtype.Encode(dt, vals))
+}
+
+// uploadValues allocates a buffer of dt holding vals.
+func (b *benchEnv) uploadValues(dt dtype.DType, vals []float64) (driver.Buffer, error) {
+	buf, err := b.ctx.Alloc(int64(len(vals)) * int64(dt.Size()))
+	if err != nil {
+		return buf, err
+	}
+	b.bufs = append(b.bufs, buf)
 	return buf, b.ctx.CopyHtoD(buf, dtype.Encode(dt, vals))
 }
 

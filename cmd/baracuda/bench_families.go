@@ -5,6 +5,7 @@ import (
 
 	"github.com/baracuda-go/baracuda/driver"
 	"github.com/baracuda-go/baracuda/internal/dtype"
+	"github.com/baracuda-go/baracuda/internal/ref"
 	"github.com/baracuda-go/baracuda/ops"
 )
 
@@ -80,13 +81,18 @@ func setupReduce(b *benchEnv, op ops.ReduceOp, dt dtype.DType, shape []int, axis
 	if op == ops.ReduceProd {
 		gen = b.positive
 	}
-	x, err := b.upload(dt, n, gen)
+	// y is the true forward of the stored x (max/min take their fast path
+	// only where exactly one element equals y, as in real use).
+	xv := b.values(dt, n, gen)
+	yv := make([]float64, m)
+	forSlices(xv, shape, axis, func(s int, slice []float64) {
+		yv[s] = ref.ReduceForward(op.String(), slice, 1)
+	})
+	x, err := b.uploadValues(dt, xv)
 	if err != nil {
 		return nil, err
 	}
-	// y only needs plausible magnitudes for timing: positive values keep
-	// norm2/std away from their y == 0 mask and logsumexp finite.
-	y, err := b.upload(dt, m, b.positive)
+	y, err := b.uploadValues(dt, yv)
 	if err != nil {
 		return nil, err
 	}
@@ -120,11 +126,27 @@ func setupScan(b *benchEnv, op ops.ScanOp, dt dtype.DType, shape []int, axis int
 	if op == ops.ScanCumprod {
 		gen = b.nearOne
 	}
+	// y is the true forward of the stored x.
+	xv := b.values(dt, n, gen)
+	yv := make([]float64, n)
+	forSlices(xv, shape, axis, func(s int, slice []float64) {
+		ys := ref.ScanForward(op.String(), slice, false)
+		for j, v := range ys {
+			if axis == 1 {
+				yv[s*shape[1]+j] = v
+			} else {
+				yv[j*shape[1]+s] = v
+			}
+		}
+	})
 	var t [4]driver.Buffer
-	for i, g := range []func() float64{b.normal, gen, b.normal, nil} { // dy, x, y, dx
-		if t[i], err = b.upload(dt, n, g); err != nil {
+	for i, vals := range [][]float64{b.values(dt, n, b.normal), xv, yv} { // dy, x, y
+		if t[i], err = b.uploadValues(dt, vals); err != nil {
 			return nil, err
 		}
+	}
+	if t[3], err = b.upload(dt, n, nil); err != nil {
+		return nil, err
 	}
 	ws, err := b.workspace(plan.WorkspaceSize())
 	if err != nil {
@@ -194,4 +216,23 @@ func setupLpPool1d(b *benchEnv, dt dtype.DType) (func() error, error) {
 		return nil, err
 	}
 	return func() error { return plan.Run(b.stream, args) }, nil
+}
+
+// forSlices calls f with every slice of a row-major [rows, cols] matrix
+// along axis (0 or 1), in slice order.
+func forSlices(vals []float64, shape []int, axis int, f func(s int, slice []float64)) {
+	rows, cols := shape[0], shape[1]
+	if axis == 1 {
+		for r := 0; r < rows; r++ {
+			f(r, vals[r*cols:(r+1)*cols])
+		}
+		return
+	}
+	slice := make([]float64, rows)
+	for c := 0; c < cols; c++ {
+		for r := range slice {
+			slice[r] = vals[r*cols+c]
+		}
+		f(c, slice)
+	}
 }
