@@ -87,7 +87,7 @@ def reduce_case(op, dt, axis):
     shape = (4096, 4096)
     x = torch.randn(*shape, device="cuda", dtype=dt)
     if op == "prod":
-        x = x.abs() + 0.5
+        x = 1.0 + 0.001 * x  # values near 1 (bench/README.md): the product stays finite
     x.requires_grad_()
     forward = {
         "sum": lambda: x.sum(axis, keepdim=True), "mean": lambda: x.mean(axis, keepdim=True),

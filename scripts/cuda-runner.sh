@@ -27,7 +27,7 @@ sanitize)
     t="$here/internal_conform.test"
     echo "=== compute-sanitizer --tool $tool $(basename "$t")"
     BARACUDA_QUICK=1 compute-sanitizer --tool "$tool" --error-exitcode 99 --print-limit 20 \
-      "$t" -test.count=1 -test.timeout=30m -test.run "${SANITIZE_RUN:-GPU}" || status=1
+      "$t" -test.v -test.count=1 -test.timeout=30m -test.run "${SANITIZE_RUN:-GPU}" || status=1
   done
   ;;
 race)

@@ -30,7 +30,7 @@ func TestConcurrentMixedPlans(t *testing.T) {
 	env := testEnv(t)
 	ones := stressOnes(t)
 	const workers = 32
-	rounds := 12
+	rounds := 40
 	if quick() {
 		rounds = 2
 	}
