@@ -99,14 +99,10 @@ type kernelRef struct {
 	last   atomic.Pointer[loadedFunction]
 }
 
-func newKernelRef(family, name string) *kernelRef {
-	k := &kernelRef{family: family, name: name, block: familyByName(family).block}
-	for i := range kernelTable {
-		if kernelTable[i].name == name {
-			k.dtype = kernelTable[i].dtype
-		}
-	}
-	return k
+// newKernelRef refers to kernel name of family, whose dtype dt picks the
+// module build it loads from.
+func newKernelRef(family, name string, dt dtype.DType) *kernelRef {
+	return &kernelRef{family: family, dtype: dt, name: name, block: familyByName(family).block}
 }
 
 func (k *kernelRef) resolve(ctx *driver.Context) (*loadedFunction, error) {

@@ -302,7 +302,7 @@ func NewReduceBackward(desc ReduceDesc) (*ReduceBackward, error) {
 		if !ok {
 			return nil, id.errorf(ErrUnsupported, "no %s kernel for %s %s", r.variant, desc.Op, desc.DType)
 		}
-		*r.ref = newKernelRef("reduce", name)
+		*r.ref = newKernelRef("reduce", name, desc.DType)
 	}
 	switch desc.Op {
 	case ReduceMean:
