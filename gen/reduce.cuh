@@ -32,17 +32,21 @@
 //     otherwise x is streamed for the statistics and again for dx (L1/L2
 //     serve the second read of short slices).
 //   - nchunks > 1 (few slices, long axis: the stats kernel, then the apply
-//     kernel): the stats kernel writes each tile's partial statistics to the
-//     workspace (row: ws[s*nchunks + c]; col: ws[c*S + s]); the apply kernel
-//     combines a slice's partials in chunk order and applies. It walks the
-//     tiles in reverse (L.reverse) so its first reads hit what the stats
-//     kernel left in L2. Ops without statistics need no split pass: the row
+//     kernel twice): the stats kernel writes each tile's partial statistics
+//     to the workspace (row: ws[s*nchunks + c]; col: ws[c*S + s]); the
+//     apply kernel's first launch (red_total) combines each slice's partials
+//     once into ws[S*nchunks + s] (and finishes the provisional ops), its
+//     second applies. That one walks the tiles in reverse (L.reverse) so its
+//     first reads hit what the stats kernel left in L2. Ops without statistics need no split pass: the row
 //     and col kernels take any nchunks.
 // max/min and prod are "provisional": whenever x is streamed for the
 // statistics, dx is also written assuming the common case (one maximum; no
 // zero), which gives bit-identical results when it holds; the pass that
 // knows the statistics rewrites only the slices where it does not hold
-// (fix()). So those ops read x once in the common case on every path.
+// (fix()); on split slices red_total rewrites only the chunks whose
+// provisional dx can be wrong (fix_chunk(): for max/min, those holding an
+// element equal to y). So those ops read x once in the common case on
+// every path.
 #pragma once
 #include "common.cuh"
 
@@ -55,6 +59,7 @@ template <typename T> struct RedCache { static constexpr int packs = sizeof(T) =
 
 enum { RED_ROW = 0, RED_COL = 1 };
 enum { RED_FUSED = 0, RED_STATS = 1, RED_APPLY = 2 };
+enum { RED_PHASE_APPLY = 0, RED_PHASE_TOTAL = 1 };
 
 // ReduceLayout is passed by value (mirrored by reduceLayout in ops/reduce.go).
 struct ReduceLayout {
@@ -69,13 +74,15 @@ struct ReduceLayout {
 	int vec;      // row: x and dx step 1 along the axis (packs where aligned)
 	int reverse;  // walk the tiles last to first
 	int srank;    // slice dims in use, 0..RED_SRANK
-	int cvec;     // col: slices per thread, 1 or RedColVec<T> (see red_col_tile)
+	int cvec;     // col: slices per thread: RedColVec<T, Op>, half of it, or 1
+	int phase;    // apply kernel: RED_PHASE_TOTAL or RED_PHASE_APPLY
+	int pad_;
 	i64 sdim[RED_SRANK];          // slice dims, outermost first
 	i64 sstride[4][RED_SRANK];    // x, y, dy, dx strides of the slice dims
 	i64 kstride[2];               // x, dx strides along the axis
 	i64 vstride[2];               // y, dy strides of the innermost slice dim
 };
-static_assert(sizeof(ReduceLayout) == 384, "ReduceLayout must match ops/reduce.go");
+static_assert(sizeof(ReduceLayout) == 392, "ReduceLayout must match ops/reduce.go");
 
 // RedAcc is a slice's statistics: a = sum or product, z = a count. It is
 // also the workspace entry (8 bytes for float opmath, 16 for double).
@@ -113,6 +120,7 @@ struct RedNoStats {
 	template <typename M> __device__ static void accum(RedAcc<M>&, M, M) {}
 	template <typename M> __device__ static void combine(RedAcc<M>&, const RedAcc<M>&) {}
 	template <typename M> __device__ static bool fix(const RedAcc<M>&) { return true; }
+	template <typename M> __device__ static bool fix_chunk(const RedAcc<M>&, const RedAcc<M>&) { return true; }
 };
 
 // sum: y = Σx. dx = g.
@@ -146,6 +154,12 @@ struct RedMaxMin {
 	template <typename M> __device__ static void accum(RedAcc<M>& a, M x, M y) { a.z += (x == y) ? 1 : 0; }
 	template <typename M> __device__ static void combine(RedAcc<M>& a, const RedAcc<M>& b) { a.z += b.z; }
 	template <typename M> __device__ static bool fix(const RedAcc<M>& a) { return a.z != 1; }
+	// With count >= 2, a chunk holding no element equal to y keeps its
+	// provisional g*0, the same bits as (g/count)*0; count 0 (y NaN, or
+	// equal to no element) rewrites every chunk.
+	template <typename M> __device__ static bool fix_chunk(const RedAcc<M>& tot, const RedAcc<M>& own) {
+		return tot.z == 0 || own.z > 0;
+	}
 	template <typename M> __device__ static RedCtx<M> slice(M g, M y, const RedAcc<M>& a, double, i64) {
 		return red_ctx(g / M(a.z), y, 0);
 	}
@@ -177,6 +191,7 @@ struct RedProd {
 		a.z += b.z;
 	}
 	template <typename M> __device__ static bool fix(const RedAcc<M>& a) { return a.z != 0; }
+	template <typename M> __device__ static bool fix_chunk(const RedAcc<M>&, const RedAcc<M>&) { return true; }
 	template <typename M> __device__ static RedCtx<M> slice(M g, M y, const RedAcc<M>& a, double, i64) {
 		if (a.z == 0) return red_ctx(g, y, 0);
 		const M zero = g * M(0);
@@ -222,6 +237,7 @@ struct RedVar {
 	template <typename M> __device__ static void accum(RedAcc<M>& a, M x, M) { a.a += x; }
 	template <typename M> __device__ static void combine(RedAcc<M>& a, const RedAcc<M>& b) { a.a += b.a; }
 	template <typename M> __device__ static bool fix(const RedAcc<M>&) { return true; }
+	template <typename M> __device__ static bool fix_chunk(const RedAcc<M>&, const RedAcc<M>&) { return true; }
 	template <typename M> __device__ static RedCtx<M> slice(M g, M, const RedAcc<M>& a, double scale, i64 k) {
 		return red_ctx(M(scale) * g, a.a / M(k), 0);
 	}
@@ -335,7 +351,7 @@ __device__ __forceinline__ void red_row_tile(const T* __restrict__ x, const T* _
 	M g = M(0), yv = M(0);
 	if (active) {
 		s = L.nchunks == 1 ? t : t / L.nchunks;
-		j0 = (t - s * L.nchunks) * L.chunk;
+		j0 = (t - s * L.nchunks) * L.chunk;  // chunk t - s*nchunks
 		len = min(L.chunk, L.k - j0);
 		o = red_offsets(s, L);
 		g = to_op(dy[o.dy]);
@@ -402,10 +418,11 @@ __device__ __forceinline__ void red_row_tile(const T* __restrict__ x, const T* _
 	}
 	RedAcc<M> total = acc;
 	if (Op::stats) {
-		if (Pass == RED_APPLY && active) {
-			for (i64 c = lane; c < L.nchunks; c += G) Op::combine(acc, ws[s * L.nchunks + c]);
+		if (Pass == RED_APPLY) {
+			if (active) total = ws[L.slices * L.nchunks + s];  // red_total's
+		} else {
+			total = red_group_reduce<Op>(acc, L, sm);
 		}
-		total = red_group_reduce<Op>(acc, L, sm);
 	}
 	if (Pass == RED_STATS) {
 		if (Op::stats && active && lane == 0) ws[t] = total;
@@ -442,12 +459,20 @@ __device__ __forceinline__ void red_row_tile(const T* __restrict__ x, const T* _
 
 // RedColVec is how many adjacent slices a col-mapping thread takes when x
 // and dx are contiguous across them: one 16-byte access (4 of f32, 8 of
-// f16/bf16, 2 of f64), else half of that (an 8-byte access), else 1 (the
-// launcher's cvec says which).
-template <typename T> struct RedColVec { static constexpr int n = 16 / sizeof(T); };
+// f16/bf16, 2 of f64), except 4 of f16/bf16 (8 bytes) for the ops with
+// statistics, whose per-slice statistics and context for 8 slices held so
+// many registers that a quarter of the resident blocks was lost; else half
+// of that where it is at least 2 (the launcher's cvec says which), else 1.
+// RedColUnroll is the col loops' unroll: 64 bytes of x in flight per thread
+// with 16-byte accesses, and with narrower ones too.
+template <typename T, typename Op> struct RedColVec {
+	static constexpr int n = sizeof(T) == 2 && Op::stats ? 4 : 16 / sizeof(T);
+};
+template <typename T, int V> struct RedColUnroll { static constexpr int n = V * sizeof(T) >= 16 ? 4 : 8; };
 
 
-// RedVec is V adjacent elements moved with one access.
+// RedVec is V adjacent elements moved with one access (16, 8 or 4 bytes;
+// V == 1 is a plain element).
 template <typename T, int V> struct __align__(V * sizeof(T)) RedVec {
 	T v[V];
 };
@@ -459,6 +484,9 @@ template <typename T, int V> __device__ __forceinline__ RedVec<T, V> red_vload(c
 		memcpy(&r, &u, sizeof(r));
 	} else if (sizeof(r) == 8) {
 		const uint2 u = __ldg(reinterpret_cast<const uint2*>(p));
+		memcpy(&r, &u, sizeof(r));
+	} else if (sizeof(r) == 4 && V == 2) {
+		const unsigned u = __ldg(reinterpret_cast<const unsigned*>(p));
 		memcpy(&r, &u, sizeof(r));
 	} else {
 		r.v[0] = p[0];
@@ -475,6 +503,10 @@ template <typename T, int V> __device__ __forceinline__ void red_vstore(T* p, co
 		uint2 u;
 		memcpy(&u, &r, sizeof(r));
 		*reinterpret_cast<uint2*>(p) = u;
+	} else if (sizeof(r) == 4 && V == 2) {
+		unsigned u;
+		memcpy(&u, &r, sizeof(r));
+		*reinterpret_cast<unsigned*>(p) = u;
 	} else {
 		p[0] = r.v[0];
 	}
@@ -483,7 +515,7 @@ template <typename T, int V> __device__ __forceinline__ void red_vstore(T* p, co
 // One col-mapping tile: a block of W = 256/H threads across slices, each
 // taking V adjacent slices (V = L.cvec), by H threads along k. The V
 // slices' statistics reduce over the H threads through shared memory
-// (sm holds RED_BLOCK * RedColVec<T>::n entries).
+// (sm holds RED_BLOCK * RedColVec<T, Op>::n entries).
 template <typename T, typename Op, int Pass, int V>
 __device__ __forceinline__ void red_col_tile(const T* __restrict__ x, const T* __restrict__ y,
 		const T* __restrict__ dy, T* __restrict__ dx, RedAcc<typename OpMath<T>::type>* __restrict__ ws,
@@ -525,7 +557,7 @@ __device__ __forceinline__ void red_col_tile(const T* __restrict__ x, const T* _
 		for (int v = 0; v < V; ++v) pc[v] = Op::template slice<M>(g[v], yv[v], Op::template assumed<M>(), L.scale, L.k);
 		const T* xp = xs + kt * kx;
 		T* dp = ds + kt * kd;
-#pragma unroll 4
+#pragma unroll(RedColUnroll<T, V>::n)
 		for (i64 n = red_steps(len, kt, H); n > 0; --n, xp += H * kx, dp += H * kd) {
 			const RedVec<T, V> xv = red_vload<T, V>(xp);
 			RedVec<T, V> r;
@@ -539,13 +571,12 @@ __device__ __forceinline__ void red_col_tile(const T* __restrict__ x, const T* _
 		}
 	}
 	bool need = true;
-	if (Op::stats) {
-		if (Pass == RED_APPLY && active) {
-			for (i64 cc = kt; cc < L.nchunks; cc += H) {
+	if (Op::stats && Pass == RED_APPLY) {
+		if (active) {
 #pragma unroll
-				for (int v = 0; v < V; ++v) Op::combine(acc[v], ws[cc * L.slices + s0 + v]);
-			}
+			for (int v = 0; v < V; ++v) acc[v] = ws[L.slices * L.nchunks + s0 + v];  // red_total's
 		}
+	} else if (Op::stats) {
 #pragma unroll
 		for (int v = 0; v < V; ++v) sm[v * RED_BLOCK + threadIdx.x] = acc[v];
 		__syncthreads();
@@ -578,7 +609,7 @@ __device__ __forceinline__ void red_col_tile(const T* __restrict__ x, const T* _
 	for (int v = 0; v < V; ++v) cx[v] = Op::template slice<M>(g[v], yv[v], acc[v], L.scale, L.k);
 	const T* xp = xs + kt * kx;
 	T* dp = ds + kt * kd;
-#pragma unroll 4
+#pragma unroll(RedColUnroll<T, V>::n)
 	for (i64 n = red_steps(len, kt, H); n > 0; --n, xp += H * kx, dp += H * kd) {
 		RedVec<T, V> xv, r;
 		if (Op::needs_x) xv = red_vload<T, V>(xp);
@@ -594,7 +625,7 @@ template <typename T, typename Op, int Pass>
 __device__ __forceinline__ void red_col_pass(const T* __restrict__ x, const T* __restrict__ y,
 		const T* __restrict__ dy, T* __restrict__ dx, RedAcc<typename OpMath<T>::type>* __restrict__ ws,
 		const ReduceLayout& L, RedAcc<typename OpMath<T>::type>* sm) {
-	constexpr int V = RedColVec<T>::n;
+	constexpr int V = RedColVec<T, Op>::n;
 	for (i64 b = blockIdx.x; b < L.tiles; b += gridDim.x) {
 		const i64 t = L.reverse ? L.tiles - 1 - b : b;
 		if (L.cvec == V) {
@@ -621,13 +652,63 @@ __device__ __forceinline__ void red_row_pass(const T* __restrict__ x, const T* _
 	}
 }
 
+// red_total is the apply kernel's first launch (L.phase RED_PHASE_TOTAL):
+// a warp per slice combines the slice's nchunks partials from the stats
+// kernel (lanes stride the chunks, then a fixed xor butterfly; lane 0's
+// result is kept, so the order is fixed by nchunks alone) and stores the
+// total after them, at ws[slices*nchunks + s]. A provisional op is then
+// done: the stats kernel wrote dx for the common case, and the warp
+// rewrites the chunks of the rare slice where that is wrong (fix(),
+// fix_chunk()); the launcher skips the apply launch for it.
+template <typename M> __device__ __forceinline__ RedAcc<M> red_shfl0(const RedAcc<M>& v) {
+	return red_acc(__shfl_sync(0xffffffffu, v.a, 0), __shfl_sync(0xffffffffu, v.z, 0));
+}
+
+template <typename T, typename Op>
+__device__ __forceinline__ void red_total(const T* __restrict__ x, const T* __restrict__ y,
+		const T* __restrict__ dy, T* __restrict__ dx, RedAcc<typename OpMath<T>::type>* __restrict__ ws,
+		const ReduceLayout& L) {
+	typedef typename OpMath<T>::type M;
+	const int lane = threadIdx.x & 31;
+	const i64 nw = ((i64)gridDim.x * RED_BLOCK) >> 5;
+	const i64 S = L.slices, nc = L.nchunks;
+	const bool col = L.mapping == RED_COL;
+	for (i64 s = ((i64)blockIdx.x * RED_BLOCK + threadIdx.x) >> 5; s < S; s += nw) {  // warp-uniform
+		RedAcc<M> acc = Op::template init<M>();
+#pragma unroll 4
+		for (i64 c = lane; c < nc; c += 32) Op::combine(acc, ws[col ? c * S + s : s * nc + c]);
+#pragma unroll
+		for (int off = 1; off < 32; off <<= 1) Op::combine(acc, red_shfl_xor(acc, off));
+		acc = red_shfl0(acc);
+		if (lane == 0) ws[S * nc + s] = acc;
+		if (!Op::provisional || !Op::fix(acc)) continue;
+		const RedOff o = red_offsets(s, L);
+		const M yv = Op::needs_y ? to_op(y[o.y]) : M(0);
+		const RedCtx<M> cx = Op::template slice<M>(to_op(dy[o.dy]), yv, acc, L.scale, L.k);
+		// The lanes test 32 chunks at a time; the warp rewrites the marked ones.
+		for (i64 c0 = 0; c0 < nc; c0 += 32) {
+			const i64 c = c0 + lane;
+			unsigned m = __ballot_sync(0xffffffffu, c < nc && Op::fix_chunk(acc, ws[col ? c * S + s : s * nc + c]));
+			for (; m != 0; m &= m - 1) {
+				const i64 cc = c0 + __ffs(m) - 1;
+				const i64 end = min(L.k, (cc + 1) * L.chunk);
+#pragma unroll 4
+				for (i64 j = cc * L.chunk + lane; j < end; j += 32) {
+					dx[o.dx + j * L.kstride[1]] = from_op<T>(Op::elem(cx, to_op(x[o.x + j * L.kstride[0]])));
+				}
+			}
+		}
+	}
+}
+
 // Kernel bodies, one per variant (all take the family's one parameter list):
 //   reduce_row:   the row mapping, nchunks == 1 (any nchunks for ops
 //                 without statistics);
 //   reduce_col:   the col mapping, likewise;
 //   reduce_stats: first pass of split slices (ops with statistics), either
 //                 mapping: partial statistics to ws, provisional dx;
-//   reduce_apply: second pass of split slices: combine, then dx.
+//   reduce_apply: launched twice after reduce_stats: red_total (the
+//                 slices' totals), then dx.
 // reduce_stats and reduce_apply are empty for ops without statistics (they
 // are never launched for them).
 template <typename T, typename Op>
@@ -642,7 +723,7 @@ template <typename T, typename Op>
 __device__ __forceinline__ void reduce_col(const T* __restrict__ x, const T* __restrict__ y,
 		const T* __restrict__ dy, T* __restrict__ dx, void* __restrict__ ws, const ReduceLayout& L) {
 	typedef typename OpMath<T>::type M;
-	__shared__ RedAcc<M> sm[Op::stats ? RED_BLOCK * RedColVec<T>::n : 1];
+	__shared__ RedAcc<M> sm[Op::stats ? RED_BLOCK * RedColVec<T, Op>::n : 1];
 	red_col_pass<T, Op, RED_FUSED>(x, y, dy, dx, static_cast<RedAcc<M>*>(ws), L, sm);
 }
 
@@ -651,7 +732,7 @@ __device__ __forceinline__ void reduce_stats(const T* __restrict__ x, const T* _
 		const T* __restrict__ dy, T* __restrict__ dx, void* __restrict__ ws, const ReduceLayout& L) {
 	typedef typename OpMath<T>::type M;
 	if (!Op::stats) return;
-	__shared__ RedAcc<M> sm[RED_BLOCK * RedColVec<T>::n];
+	__shared__ RedAcc<M> sm[RED_BLOCK * RedColVec<T, Op>::n];
 	if (L.mapping == RED_ROW) {
 		red_row_pass<T, Op, RED_STATS>(x, y, dy, dx, static_cast<RedAcc<M>*>(ws), L, sm);
 	} else {
@@ -664,7 +745,11 @@ __device__ __forceinline__ void reduce_apply(const T* __restrict__ x, const T* _
 		const T* __restrict__ dy, T* __restrict__ dx, void* __restrict__ ws, const ReduceLayout& L) {
 	typedef typename OpMath<T>::type M;
 	if (!Op::stats) return;
-	__shared__ RedAcc<M> sm[RED_BLOCK * RedColVec<T>::n];
+	if (L.phase == RED_PHASE_TOTAL) {
+		red_total<T, Op>(x, y, dy, dx, static_cast<RedAcc<M>*>(ws), L);
+		return;
+	}
+	__shared__ RedAcc<M> sm[RED_BLOCK * RedColVec<T, Op>::n];
 	if (L.mapping == RED_ROW) {
 		red_row_pass<T, Op, RED_APPLY>(x, y, dy, dx, static_cast<RedAcc<M>*>(ws), L, sm);
 	} else {

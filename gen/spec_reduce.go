@@ -19,7 +19,7 @@ var reduceFamily = Family{
 		ptrParam("dy", "const T* __restrict__"),
 		ptrParam("dx", "T* __restrict__"),
 		ptrParam("ws", "void* __restrict__"),
-		{Name: "L", C: "ReduceLayout", PTX: "b8", Size: 384, Align: 8},
+		{Name: "L", C: "ReduceLayout", PTX: "b8", Size: 392, Align: 8},
 	},
 	DTypes: allDTypes,
 	Ops: []Op{

@@ -80,6 +80,14 @@ func (op ReduceOp) hasStats() bool {
 	return false
 }
 
+// provisional reports whether the op's stats kernel writes dx for the
+// common case (one maximum; no zero), so that on split slices the apply
+// kernel's total launch finishes it and its dx launch is skipped
+// (Op::provisional in reduce.cuh).
+func (op ReduceOp) provisional() bool {
+	return op == ReduceMax || op == ReduceMin || op == ReduceProd
+}
+
 // ReduceDesc describes a reduction backward over one axis.
 type ReduceDesc struct {
 	Op    ReduceOp
@@ -137,6 +145,7 @@ type reduceLayout struct {
 	scale                            float64
 	mapping, group, vec, reverse     int32
 	srank, cvec                      int32
+	phase, _                         int32 // apply kernel: redPhaseApply or redPhaseTotal
 	sdim                             [MaxRank - 1]int64
 	sstride                          [4][MaxRank - 1]int64 // x, y, dy, dx
 	kstride                          [2]int64              // x, dx
@@ -147,9 +156,9 @@ type reduceLayout struct {
 // chunks; a (slice, chunk) pair is a tile. The row mapping (the axis is x's
 // fastest dim) gives a tile G threads stepping along the axis with 16-byte
 // packs; the col mapping (an outer axis) gives a block 256/H threads across
-// slices, each taking V adjacent slices (one 16-byte access: V = 4 of f32,
-// 8 of f16/bf16, 2 of f64; else one 8-byte access; else 1, by what x and dx
-// allow), by H threads along the axis. The
+// slices, each taking V adjacent slices (one access: V = 4 of f32, 8 of
+// f16/bf16 (4 for ops with statistics), 2 of f64; else V/2 where that is at
+// least 2; else 1, by what x and dx allow), by H threads along the axis. The
 // chunking depends on the shape and dtype only, so the workspace size is
 // known at plan time and results are the same bits on every GPU.
 const (
@@ -173,6 +182,9 @@ const (
 const (
 	redRow = 0
 	redCol = 1
+
+	redPhaseApply = 0
+	redPhaseTotal = 1
 )
 
 // reduceGeom is one mapping's cut of the slices.
@@ -243,8 +255,13 @@ func colGeometry(slices, k int64, v int64) reduceGeom {
 }
 
 // colVec is RedColVec in reduce.cuh: adjacent slices per col thread in one
-// 16-byte access.
-func colVec(dt dtype.DType) int64 { return int64(16 / dt.Size()) }
+// 16-byte access, but 8 bytes (4 slices) for f16/bf16 ops with statistics.
+func colVec(dt dtype.DType, op ReduceOp) int64 {
+	if dt.Size() == 2 && op.hasStats() {
+		return 4
+	}
+	return int64(16 / dt.Size())
+}
 
 // redAccSize is the size of one workspace entry (RedAcc<opmath>).
 func redAccSize(dt dtype.DType) int64 {
@@ -317,7 +334,7 @@ func NewReduceBackward(desc ReduceDesc) (*ReduceBackward, error) {
 	if numel > 0 {
 		p.slices = numel / k
 		p.row = rowGeometry(p.slices, k, desc.DType.Size())
-		p.col = colGeometry(p.slices, k, colVec(desc.DType))
+		p.col = colGeometry(p.slices, k, colVec(desc.DType, desc.Op))
 		if desc.Op.hasStats() {
 			entries := int64(0)
 			if p.row.nchunks > 1 {
@@ -325,6 +342,10 @@ func NewReduceBackward(desc ReduceDesc) (*ReduceBackward, error) {
 			}
 			if p.col.nchunks > 1 {
 				entries = max(entries, p.slices*p.col.nchunks)
+			}
+			if entries > 0 {
+				// The partials, then one total per slice (red_total).
+				entries += p.slices
 			}
 			p.ws = entries * redAccSize(desc.DType)
 		}
@@ -555,7 +576,7 @@ func (p *ReduceBackward) layout(a *ReduceArgs, L *reduceLayout) {
 	if !row {
 		// One 16-byte access per thread where x and dx allow it, else
 		// one 8-byte access (v/2 slices, when that is at least 2), else 1.
-		for _, v := range [2]int64{colVec(p.desc.DType), colVec(p.desc.DType) / 2} {
+		for _, v := range [2]int64{colVec(p.desc.DType, p.desc.Op), colVec(p.desc.DType, p.desc.Op) / 2} {
 			if v >= 2 && p.colVectorizable(ts[0], ts[3], &dim, &st, kst, m, v) {
 				L.cvec = int32(v)
 				break
@@ -597,6 +618,9 @@ func (p *ReduceBackward) colVectorizable(x, dx *Tensor, dim *[MaxRank]int64, st 
 
 // blocks is the grid a launch of L needs before the resident limit.
 func (L *reduceLayout) blocks() int64 {
+	if L.phase == redPhaseTotal {
+		return ceilDiv(L.slices, redBlock/32) // a warp per slice
+	}
 	if L.mapping == redRow {
 		return ceilDiv(L.tiles, int64(redBlock/L.group))
 	}
@@ -605,9 +629,10 @@ func (L *reduceLayout) blocks() int64 {
 
 // Run validates args and enqueues the kernels on s: the row or col kernel
 // (by the operands' strides), or, when an op with statistics splits its
-// slices into chunks, the stats kernel then the apply kernel; nothing for
-// an empty tensor. It never allocates
-// device memory, copies from the host or synchronizes.
+// slices into chunks, the stats kernel then the apply kernel twice (the
+// slices' totals, then dx; max, min and prod need only the first);
+// nothing for an empty tensor. It never
+// allocates device memory, copies from the host or synchronizes.
 func (p *ReduceBackward) Run(s *driver.Stream, a *ReduceArgs) error {
 	if s == nil {
 		return p.id.errorf(ErrNilStream, "Run needs a stream")
@@ -633,7 +658,14 @@ func (p *ReduceBackward) Run(s *driver.Stream, a *ReduceArgs) error {
 		if err := p.launch(s, lf, a, &L); err != nil {
 			return err
 		}
-		L.reverse = 1
+		if lf, err = p.apply.resolve(ctx); err != nil {
+			return err
+		}
+		L.phase = redPhaseTotal
+		if err := p.launch(s, lf, a, &L); err != nil || p.desc.Op.provisional() {
+			return err
+		}
+		L.phase, L.reverse = redPhaseApply, 1
 		main = p.apply
 	}
 	lf, err := main.resolve(ctx)

@@ -28,8 +28,8 @@ func redTensor(dt dtype.DType, shape ...int) Tensor {
 }
 
 func TestReduceLayoutMatchesCUDA(t *testing.T) {
-	if got := unsafe.Sizeof(reduceLayout{}); got != 384 {
-		t.Fatalf("reduceLayout is %d bytes, ReduceLayout in reduce.cuh 384", got)
+	if got := unsafe.Sizeof(reduceLayout{}); got != 392 {
+		t.Fatalf("reduceLayout is %d bytes, ReduceLayout in reduce.cuh 392", got)
 	}
 	f := familyByName("reduce")
 	if f == nil {
@@ -39,7 +39,7 @@ func TestReduceLayoutMatchesCUDA(t *testing.T) {
 	if last.size != int(unsafe.Sizeof(reduceLayout{})) {
 		t.Errorf("spec layout parameter is %d bytes, reduceLayout %d", last.size, unsafe.Sizeof(reduceLayout{}))
 	}
-	// Field offsets the C struct has (i64 x5, double, int x6, arrays).
+	// Field offsets the C struct has (i64 x5, double, int x8, arrays).
 	var L reduceLayout
 	offs := []struct {
 		name string
@@ -50,10 +50,11 @@ func TestReduceLayoutMatchesCUDA(t *testing.T) {
 		{"mapping", unsafe.Offsetof(L.mapping), 48},
 		{"srank", unsafe.Offsetof(L.srank), 64},
 		{"cvec", unsafe.Offsetof(L.cvec), 68},
-		{"sdim", unsafe.Offsetof(L.sdim), 72},
-		{"sstride", unsafe.Offsetof(L.sstride), 128},
-		{"kstride", unsafe.Offsetof(L.kstride), 352},
-		{"vstride", unsafe.Offsetof(L.vstride), 368},
+		{"phase", unsafe.Offsetof(L.phase), 72},
+		{"sdim", unsafe.Offsetof(L.sdim), 80},
+		{"sstride", unsafe.Offsetof(L.sstride), 136},
+		{"kstride", unsafe.Offsetof(L.kstride), 360},
+		{"vstride", unsafe.Offsetof(L.vstride), 376},
 	}
 	for _, o := range offs {
 		if o.got != o.want {

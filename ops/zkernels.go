@@ -286,7 +286,7 @@ var familyTable = [...]familyRow{
 		{name: "dy", ptx: "u64", size: 8, align: 8},
 		{name: "dx", ptx: "u64", size: 8, align: 8},
 		{name: "ws", ptx: "u64", size: 8, align: 8},
-		{name: "L", ptx: "b8", size: 384, align: 8},
+		{name: "L", ptx: "b8", size: 392, align: 8},
 	}},
 	{name: "scan", prefix: "scan_bw", block: 256, params: []abiParam{
 		{name: "dy", ptx: "u64", size: 8, align: 8},

@@ -170,6 +170,19 @@ func reduceSlice(rng *rand.Rand, op string, x []float64) {
 		case 3:
 			x[at()] = math.Inf(1)
 			x[at()] = math.Inf(-1)
+		case 4: // two copies of the extreme, apart: the ties of a split
+			// slice lie in few of its chunks
+			e := x[0]
+			for _, v := range x {
+				if (op == "max") == (v > e) {
+					e = v
+				}
+			}
+			d := 1.0
+			if op == "min" {
+				d = -1
+			}
+			x[at()], x[at()] = e+d, e+d
 		}
 	case "prod":
 		switch flavor {
