@@ -15,6 +15,15 @@ template <typename T> struct OpMath { typedef T type; };
 template <> struct OpMath<__half> { typedef float type; };
 template <> struct OpMath<__nv_bfloat16> { typedef float type; };
 
+// Narrow<T>: T is a 16-bit type, rounded from a float opmath result to 11
+// (f16) or 8 (bf16) significant bits, so float math whose relative error is
+// far below 2^-12 may stand in for correctly rounded library functions (see
+// PowMath in binary.cuh). wide: T spans float's exponent range (bf16), so
+// its values may be float subnormals, or integers of 2^23 and more.
+template <typename T> struct Narrow { static constexpr bool value = false, wide = false; };
+template <> struct Narrow<__half> { static constexpr bool value = true, wide = false; };
+template <> struct Narrow<__nv_bfloat16> { static constexpr bool value = true, wide = true; };
+
 __device__ __forceinline__ float to_op(__half v) { return __half2float(v); }
 __device__ __forceinline__ float to_op(__nv_bfloat16 v) { return __bfloat162float(v); }
 __device__ __forceinline__ float to_op(float v) { return v; }
