@@ -18,16 +18,21 @@
 // per cell, deterministically, with no atomics and no zeroing by the
 // caller. A block owns a tile: tr input rows (consecutive in N*C*H order)
 // by a segment of tu work units along W, a unit being a 16-byte pack of x
-// and dx (lppool_pack) or one cell (lppool_cell, lppool_wide; any strides).
-// Phase 1: the tu threads of a tile row compute, for every window column
-// ow the segment touches, s[ow] = Σ over the window rows oh holding the
-// input row of coef(oh, ow), consecutive threads on consecutive ow (y and dy
-// read coalesced), and keep s in shared memory. Phase 2: each thread sums s
-// over the window columns holding each of its cells. A coefficient thus
-// costs one divide or pow per input row of its window, not one per cell.
-// lppool_wide takes the window columns in passes when a tile row's share of
-// shared memory cannot hold them all. Row and tile indices are split with
-// multiply-high division (lp_div, lp_div32), never a hardware divide.
+// and dx (lppool_pack) or one cell (lppool_cell, lppool_wide; any strides);
+// a thread takes R consecutive rows of its unit (R = 4, or 2 for the
+// precise pow, in lppool_pack; else 1). A prologue records once per tile
+// each row's pointers and window rows, and each cell's window columns.
+// Phase 1: the tu threads of a thread row compute, for every window column
+// ow the segment touches, s[ow] = Σ over the window rows oh holding each
+// input row of coef(oh, ow), consecutive threads on consecutive ow (y and
+// dy read coalesced), and keep s in shared memory; a coefficient is
+// computed once for the R rows of a thread, which share most window rows.
+// Phase 2: each thread sums s over the window columns holding each of its
+// cells. A coefficient thus costs one divide or pow per R input rows of its
+// window, not one per cell. lppool_wide takes the window columns in passes
+// when a tile row's share of shared memory cannot hold them all. Row and
+// tile indices are split with multiply-high division (lp_div, lp_div32),
+// never a hardware divide.
 #pragma once
 #include "common.cuh"
 
@@ -98,10 +103,25 @@ __device__ __forceinline__ double lp_fdiv(double a, double b) {
 	return isinf(q) ? q : refined;  // an infinite a: the residual is inf - inf
 }
 
-// lp_round stores an opmath value: from_op, except bf16, which rounds to
-// nearest even with integer ops (compute_70 has no bf16 convert; NaN
-// becomes the canonical 0x7fff, as __float2bfloat16_rn).
+// lp_quot is a/b for a coefficient of storage type T: lp_fdiv, except for
+// f16, where b is an f16 value (|b| in [2^-24, 65504], or 0, inf, NaN) and
+// a = dy * (K/c) with |a| < 2^77, so that 1/b and the quotient stay normal:
+// a times the hardware reciprocal (MUFU, within an ulp), a few float ulps
+// from a/b, far inside the f16 rounding of dx.
+template <typename T> __device__ __forceinline__ typename OpMath<T>::type lp_quot(typename OpMath<T>::type a, typename OpMath<T>::type b) {
+	return lp_fdiv(a, b);
+}
+template <> __device__ __forceinline__ float lp_quot<__half>(float a, float b) {
+	float r;
+	asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(b));
+	return a * r;
+}
+
+// lp_round stores an opmath value: from_op, except bf16 before sm_80,
+// which rounds to nearest even with integer ops (compute_70 has no bf16
+// convert; NaN becomes the canonical 0x7fff, as cvt.rn.bf16.f32 gives).
 template <typename T> __device__ __forceinline__ T lp_round(typename OpMath<T>::type v) { return from_op<T>(v); }
+#if __CUDA_ARCH__ < 800
 template <> __device__ __forceinline__ __nv_bfloat16 lp_round<__nv_bfloat16>(float v) {
 	const unsigned u = __float_as_uint(v);
 	const unsigned short h = (u & 0x7fffffffu) > 0x7f800000u ? 0x7fff : (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
@@ -109,17 +129,54 @@ template <> __device__ __forceinline__ __nv_bfloat16 lp_round<__nv_bfloat16>(flo
 	r.x = h;
 	return __nv_bfloat16(r);
 }
+#endif
+
+// lp_store_pack rounds V opmath values and stores them as one 16-byte
+// pack; bf16 on sm_80 rounds two at a time (cvt.rn.bf16x2.f32).
+template <typename T, int V>
+__device__ __forceinline__ void lp_store_pack(T* p, const typename OpMath<T>::type (&v)[V]) {
+	Pack<T> pd;
+#pragma unroll
+	for (int e = 0; e < V; ++e) pd.v[e] = lp_round<T>(v[e]);
+	store_pack(p, pd);
+}
+#if __CUDA_ARCH__ >= 800
+template <>
+__device__ __forceinline__ void lp_store_pack<__nv_bfloat16, 8>(__nv_bfloat16* p, const float (&v)[8]) {
+	unsigned w[4];
+#pragma unroll
+	for (int e = 0; e < 4; ++e) {
+		const __nv_bfloat162 h = __floats2bfloat162_rn(v[2 * e], v[2 * e + 1]);
+		memcpy(&w[e], &h, 4);
+	}
+	*reinterpret_cast<uint4*>(p) = make_uint4(w[0], w[1], w[2], w[3]);
+}
+#endif
+
+// lp_load reads y or dy through the read-only cache (neither is written by
+// the kernel) and widens it to opmath.
+__device__ __forceinline__ float lp_load(const float* p) { return __ldg(p); }
+__device__ __forceinline__ double lp_load(const double* p) { return __ldg(p); }
+__device__ __forceinline__ float lp_load(const __half* p) {
+	return __half2float(__ushort_as_half(__ldg(reinterpret_cast<const unsigned short*>(p))));
+}
+__device__ __forceinline__ float lp_load(const __nv_bfloat16* p) {
+	return __uint_as_float((unsigned)__ldg(reinterpret_cast<const unsigned short*>(p)) << 16);
+}
 
 // LpP1: p == 1. y_w^0 = x^0 = 1, so coef_w = dy_w * (K/c_w) and
 // dx_i = Σ coef_w (y may be negative; y == 0 still selects 0).
 struct LpP1 {
-	template <typename M> __device__ static M coef(M g, M f, M, M) { return g * f; }
+	static constexpr int rows = 4;  // input rows a thread of lppool_pack takes (ops/lppool.go rowsPer)
+	template <typename T, typename M> __device__ static M coef(M g, M f, M, M) { return g * f; }
 	template <typename M> __device__ static M xpow(M, M) { return M(1); }
 };
 
 // LpP2: p == 2. coef_w = dy_w * (K/c_w) / y_w and dx_i = x_i * Σ coef_w.
+// The quotient is lp_fdiv's (lp_quot's for f16).
 struct LpP2 {
-	template <typename M> __device__ static M coef(M g, M f, M y, M) { return lp_fdiv(g * f, y); }
+	static constexpr int rows = 4;
+	template <typename T, typename M> __device__ static M coef(M g, M f, M y, M) { return lp_quot<T>(g * f, y); }
 	template <typename M> __device__ static M xpow(M x, M) { return x; }
 };
 
@@ -128,48 +185,38 @@ struct LpP2 {
 // from double): x < 0 with non-integer p - 1 gives NaN, x == 0 with p < 1
 // gives inf, as PyTorch.
 struct LpGeneral {
-	template <typename M> __device__ static M coef(M g, M f, M y, M pm1) { return (g * f) * bc_pow(y, -pm1); }
+	static constexpr int rows = 2;  // pow needs the registers
+	template <typename T, typename M> __device__ static M coef(M g, M f, M y, M pm1) { return (g * f) * bc_pow(y, -pm1); }
 	template <typename M> __device__ static M xpow(M x, M pm1) { return bc_pow(x, pm1); }
 };
 
-// lp_row locates input row `row` (of N*C*H): its x and dx rows, its (n, c)
-// planes of y and dy, and the window rows [oh_lo, oh_hi] holding it
-// (oh*sh <= i < oh*sh + kh; empty when oh_lo > oh_hi).
-template <typename T>
-__device__ __forceinline__ void lp_row(const LpPoolLayout& L, i64 row, const T* x, const T* y, const T* dy, T* dx,
-		const T*& xr, T*& dxr, const T*& yp, const T*& dyp, int& oh_lo, int& oh_hi) {
-	i64 nc;
-	int i;
-	if (L.H == 1) {
-		nc = row;
-		i = 0;
-	} else {
-		nc = lp_div(row, L.h_magic, L.h_shift);
-		i = (int)(row - nc * L.H);
-	}
-	i64 n = 0, c = nc;
+// lp_plane gives the offset of plane nc (= n*C + c) in tensor t (0 x, 1 y,
+// 2 dy, 3 dx); merged n and c (channels == 0) address nc * stride_c alone.
+__device__ __forceinline__ i64 lp_plane(const LpPoolLayout& L, i64 nc, int t) {
 	if (L.channels != 0) {
-		n = lp_div(nc, L.c_magic, L.c_shift);
-		c = nc - n * L.channels;
+		const i64 n = lp_div(nc, L.c_magic, L.c_shift);
+		return n * L.stride[t][0] + (nc - n * L.channels) * L.stride[t][1];
 	}
-	xr = x + (n * L.stride[0][0] + c * L.stride[0][1] + i * L.stride[0][2]);
-	dxr = dx + (n * L.stride[3][0] + c * L.stride[3][1] + i * L.stride[3][2]);
-	yp = y + (n * L.stride[1][0] + c * L.stride[1][1]);
-	dyp = dy + (n * L.stride[2][0] + c * L.stride[2][1]);
-	oh_lo = i < L.kh ? 0 : lp_div32(i - L.kh, L.sh_magic, L.sh_shift) + 1;
-	oh_hi = min(lp_div32(i, L.sh_magic, L.sh_shift), L.Ho - 1);
+	return nc * L.stride[t][1];
 }
 
-// lp_factors gives K/c_w in opmath for the windows of row oh: f_in for all
-// but the last column, f_end for the last (only the last window row or
-// column can be partial).
-__device__ __forceinline__ void lp_factors(const LpPoolLayout& L, int oh, float& f_in, float& f_end) {
-	const bool last_row = oh == L.Ho - 1;
+// lp_oh_lo and lp_oh_hi bound the window rows holding input row i:
+// oh*sh <= i < oh*sh + kh (empty when lo > hi; lo may be Ho).
+__device__ __forceinline__ int lp_oh_lo(const LpPoolLayout& L, int i) {
+	return i < L.kh ? 0 : lp_div32(i - L.kh, L.sh_magic, L.sh_shift) + 1;
+}
+__device__ __forceinline__ int lp_oh_hi(const LpPoolLayout& L, int i) {
+	return min(lp_div32(i, L.sh_magic, L.sh_shift), L.Ho - 1);
+}
+
+// lp_factors gives K/c_w in opmath for the windows of a window row: f_in
+// for all but the last column, f_end for the last (only the last window
+// row, last_row, or column can be partial).
+__device__ __forceinline__ void lp_factors(const LpPoolLayout& L, bool last_row, float& f_in, float& f_end) {
 	f_in = last_row ? L.f_row32 : 1.0f;
 	f_end = last_row ? L.f_corner32 : L.f_col32;
 }
-__device__ __forceinline__ void lp_factors(const LpPoolLayout& L, int oh, double& f_in, double& f_end) {
-	const bool last_row = oh == L.Ho - 1;
+__device__ __forceinline__ void lp_factors(const LpPoolLayout& L, bool last_row, double& f_in, double& f_end) {
 	f_in = last_row ? L.f_row : 1.0;
 	f_end = last_row ? L.f_corner : L.f_col;
 }
@@ -181,95 +228,211 @@ __device__ __forceinline__ void lp_windows(const LpPoolLayout& L, int j0, int j1
 	ow_hi = min(lp_div32(j1, L.sw_magic, L.sw_shift), L.Wo - 1);
 }
 
-// lp_pin makes the compiler compute p where it stands: it would otherwise
-// rematerialize the 64-bit address arithmetic at every use.
-template <typename P> __device__ __forceinline__ void lp_pin(P*& p) { asm volatile("" : "+l"(p)); }
+// lp_opaque makes v unknown to the compiler where it stands (no code).
+__device__ __forceinline__ void lp_opaque(int& v) { asm volatile("" : "+r"(v)); }
 
 // lp_prefetch asks for the line holding p to be brought into L2.
 __device__ __forceinline__ void lp_prefetch(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
 
-// Dynamic shared memory of the tiled kernels (tr * nw_max opmath values).
+// Dynamic shared memory of the tiled kernels (see lp_tiled).
 extern __shared__ double lp_smem[];
 
-// lp_phase1 fills s[ow] for the window columns [cb, ce] of a tile row:
-// Σ over the window rows oh_lo..oh_hi holding the input row of coef(oh, ow)
-// (0 when there are none), window row by window row, B columns a step with
-// their y and dy loads issued before any arithmetic.
-template <typename T, typename Op, int V, int B>
-__device__ __forceinline__ void lp_phase1(const LpPoolLayout& L, const T* yp, const T* dyp, int oh_lo, int oh_hi,
-		int cb, int ce, int u, typename OpMath<T>::type* s, typename OpMath<T>::type pm1) {
+// LpRow is an input row's record, which the prologue fills once per tile
+// (ops/lppool.go lpRowBytes): its x and dx rows, the window rows [oh_lo,
+// oh_hi] holding it (empty when oh_lo > oh_hi) and rows oh_lo of its y and
+// dy planes; valid is 0 for a row past the input, first 1 for row 0 of a
+// plane.
+struct __align__(16) LpRow {
+	const void* x;
+	void* dx;
+	const void* y;
+	const void* dy;
+	int oh_lo, oh_hi, valid, first;
+};
+static_assert(sizeof(LpRow) == 48, "LpRow must match lpRowBytes in ops/lppool.go");
+
+// LpVec is R opmath values moved as one shared-memory access.
+template <typename M, int R> struct LpVec { M v[R]; };
+template <> struct __align__(8) LpVec<float, 2> { float v[2]; };
+template <> struct __align__(16) LpVec<float, 4> { float v[4]; };
+template <> struct __align__(16) LpVec<double, 2> { double v[2]; };
+template <> struct __align__(16) LpVec<double, 4> { double v[4]; };
+
+// lp_phase1 fills s[ow - cb] for the window columns [cb, ce] of a pass
+// with, for each of the R input rows of a thread row (the first nrow
+// valid), Σ over the window rows holding it of coef(oh, ow), from +0 in
+// increasing oh. Consecutive rows of one plane lie in overlapping,
+// monotone ranges of window rows, so a run of them (bit e of brk set where
+// row e starts a run: it is row 0 of a plane, or e == 0) walks the union
+// of its rows' ranges once, each coefficient computed once and added to
+// the rows that it holds. A thread takes B columns, tu apart, at a time,
+// each window row's y and dy loads issued before any arithmetic. Columns
+// past ce are clamped to ce (loaded, computed and dropped) rather than
+// predicated. A zero window (y == 0) gives 0, PyTorch's relu select, which
+// also discards a NaN or inf dy. The row records rw stay in shared memory
+// and are read where needed (fewer registers).
+template <typename T, typename Op, int V, int B, int R>
+__device__ __forceinline__ void lp_phase1(const LpPoolLayout& L, const LpRow* rw, int nrow, unsigned brk, int cb,
+		int ce, int u, LpVec<typename OpMath<T>::type, R>* s, typename OpMath<T>::type pm1) {
 	typedef typename OpMath<T>::type M;
-	if (oh_lo > oh_hi) {
+	// The pack variant has y and dy dense along W.
+	const i64 yw = V > 1 ? 1 : L.stride[1][3], gw = V > 1 ? 1 : L.stride[2][3];
+	const i64 ys = L.stride[1][2], gs = L.stride[2][2];
 #pragma unroll 1
-		for (int ow = cb + u; ow <= ce; ow += L.tu) s[ow] = M(0);
-	}
-#pragma unroll 1
-	for (int oh = oh_lo; oh <= oh_hi; ++oh) {
-		const bool first = oh == oh_lo;
-		M f_in, f_end;
-		lp_factors(L, oh, f_in, f_end);
-		const T* yr = yp + oh * L.stride[1][2];
-		const T* dyr = dyp + oh * L.stride[2][2];
-		lp_pin(yr);
-		lp_pin(dyr);
-#pragma unroll 1
-		for (int ow = cb + u; ow <= ce; ow += B * L.tu) {
-			M yv[B], gv[B];
+	for (int ow = cb + u; ow <= ce; ow += B * L.tu) {
+		int oc[B];
+		LpVec<M, R> acc[B];
 #pragma unroll
-			for (int k = 0; k < B; ++k) {
-				const int o = ow + k * L.tu;
-				yv[k] = M(0);
-				gv[k] = M(0);
-				if (o <= ce) {
-					// The pack variant has y and dy dense along W.
-					yv[k] = to_op(V > 1 ? yr[o] : yr[o * L.stride[1][3]]);
-					gv[k] = to_op(V > 1 ? dyr[o] : dyr[o * L.stride[2][3]]);
-				}
-			}
+		for (int k = 0; k < B; ++k) {
+			oc[k] = min(ow + k * L.tu, ce);
 #pragma unroll
-			for (int k = 0; k < B; ++k) {
-				const int o = ow + k * L.tu;
-				if (o <= ce) {
-					const M f = o == L.Wo - 1 ? f_end : f_in;
-					const M cf = yv[k] == M(0) ? M(0) : Op::coef(gv[k], f, yv[k], pm1);
-					s[o] = first ? cf : s[o] + cf;
-				}
-			}
+			for (int e = 0; e < R; ++e) acc[k].v[e] = M(0);
 		}
+#pragma unroll 1
+		for (int st = 0; st < nrow;) {
+			// The run of rows [st, se).
+			const unsigned rest = brk >> (st + 1);
+			const int se = rest != 0 ? min(st + __ffs(rest), nrow) : nrow;
+			int lo[R], hi[R];
+#pragma unroll
+			for (int e = 0; e < R; ++e) {
+				const bool in = e >= st && e < se;
+				lo[e] = in ? rw[e].oh_lo : 1;
+				hi[e] = in ? rw[e].oh_hi : 0;
+			}
+			const T* yr = static_cast<const T*>(rw[st].y);
+			const T* gr = static_cast<const T*>(rw[st].dy);
+			const int end = rw[se - 1].oh_hi;
+#pragma unroll 1
+			for (int oh = rw[st].oh_lo; oh <= end; ++oh, yr += ys, gr += gs) {
+				M f_in, f_end;
+				lp_factors(L, oh == L.Ho - 1, f_in, f_end);
+				M yv[B], gv[B];
+#pragma unroll
+				for (int k = 0; k < B; ++k) {
+					// Hidden from the compiler, which would otherwise keep
+					// 64-bit offsets in registers and add them in two
+					// instructions.
+					int o = oc[k];
+					lp_opaque(o);
+					yv[k] = lp_load(yr + o * yw);
+					gv[k] = lp_load(gr + o * gw);
+				}
+				bool in[R];
+#pragma unroll
+				for (int e = 0; e < R; ++e) in[e] = oh >= lo[e] && oh <= hi[e];
+#pragma unroll
+				for (int k = 0; k < B; ++k) {
+					M cf = Op::template coef<T>(gv[k], oc[k] == L.Wo - 1 ? f_end : f_in, yv[k], pm1);
+					cf = yv[k] == M(0) ? M(0) : cf;
+#pragma unroll
+					for (int e = 0; e < R; ++e)
+						if (in[e]) acc[k].v[e] += cf;
+				}
+			}
+			st = se;
+		}
+#pragma unroll
+		for (int k = 0; k < B; ++k)
+			if (ow + k * L.tu <= ce) s[oc[k] - cb] = acc[k];
 	}
 }
 
-// lp_phase2 adds to acc, for cells j0 .. j0+V-1, s over the window columns
-// in [cb, ce] holding each cell, in groups of up to 4 cells (fewer window x
-// cell tests than 8 at once).
-template <typename M, int V>
-__device__ __forceinline__ void lp_phase2(const LpPoolLayout& L, int j0, int cb, int ce, const M* s, M (&acc)[V]) {
-	constexpr int G = V < 4 ? V : 4;
+// lp_cell_entry is the phase-2 table entry of cell j: the byte offset in a
+// tile row's s (slots of R values) of the first window column holding j
+// (relative to ow0) in the low 16 bits, the number of window columns
+// holding it in the high 16. A cell in no window points once at the zero
+// slot (index nw_max).
+template <typename M, int R>
+__device__ __forceinline__ unsigned lp_cell_entry(const LpPoolLayout& L, int j, int ow0) {
+	int lo, hi;
+	lp_windows(L, j, j, lo, hi);
+	if (j >= L.W || lo > hi) return (unsigned)(L.nw_max * R * sizeof(M)) | 1u << 16;
+	return (unsigned)((lo - ow0) * R * sizeof(M)) | (unsigned)(hi - lo + 1) << 16;
+}
+
+// lp_phase2 sets acc, for the P input rows e0 .. e0+P-1 of a thread row
+// (of R) and its cells j0 .. j0+V-1, to the sum of s over the window
+// columns holding each cell, in increasing ow: each cell's table entry
+// gives its first column and count; the first term is unconditional (a
+// cell in no window reads the zero slot), the others are predicated, up to
+// T = ceil(kw/sw) in all. The sum starts at the first term rather than
+// +0: s is never -0 (phase 1 sums from +0), so the two agree bit for bit.
+template <typename M, int V, int R, int P>
+__device__ __forceinline__ void lp_phase2(const LpPoolLayout& L, const unsigned* tab, const LpVec<M, R>* s, int e0,
+		M (&acc)[P][V]) {
+	unsigned ent[V];
+	if (V % 4 == 0) {
 #pragma unroll
-	for (int g0 = 0; g0 < V; g0 += G) {
-		int ow_lo, ow_hi;
-		lp_windows(L, j0 + g0, j0 + g0 + G - 1, ow_lo, ow_hi);
-		ow_lo = max(ow_lo, cb);
-		ow_hi = min(ow_hi, ce);
-#pragma unroll 2
-		for (int ow = ow_lo; ow <= ow_hi; ++ow) {
-			const M cf = s[ow];
-			// Cell j0 + g0 + e lies in the window when 0 <= j0 + g0 + e - ow*sw < kw.
-			const int d = j0 + g0 - ow * L.sw;
-#pragma unroll
-			for (int e = 0; e < G; ++e)
-				if ((unsigned)(d + e) < (unsigned)L.kw) acc[g0 + e] += cf;
+		for (int e = 0; e < V; e += 4) {
+			const uint4 q = *reinterpret_cast<const uint4*>(tab + e);
+			ent[e] = q.x;
+			ent[e + 1] = q.y;
+			ent[e + 2] = q.z;
+			ent[e + 3] = q.w;
 		}
+	} else if (V == 2) {
+		const uint2 q = *reinterpret_cast<const uint2*>(tab);
+		ent[0] = q.x;
+		ent[V - 1] = q.y;
+	} else {
+		ent[0] = tab[0];
+	}
+	const char* sb = reinterpret_cast<const char*>(s) + e0 * sizeof(M);
+#pragma unroll
+	for (int c = 0; c < V; ++c) {
+		const LpVec<M, P> v = *reinterpret_cast<const LpVec<M, P>*>(sb + (ent[c] & 0xffffu));
+#pragma unroll
+		for (int k = 0; k < P; ++k) acc[k][c] = v.v[k];
+	}
+	// Term t of cell c exists when its count ent[c] >> 16 exceeds t, i.e.
+	// when ent[c] >= (t + 1) << 16 (the offset takes 16 bits).
+	const int T = lp_div32(L.kw + L.sw - 1, L.sw_magic, L.sw_shift);
+#pragma unroll 1
+	for (int t = 1; t < T; ++t) {
+		const unsigned lim = (unsigned)(t + 1) << 16;
+#pragma unroll
+		for (int c = 0; c < V; ++c)
+			if (ent[c] >= lim) {
+				const LpVec<M, P> v =
+						*reinterpret_cast<const LpVec<M, P>*>(sb + (ent[c] & 0xffffu) + t * (int)sizeof(LpVec<M, R>));
+#pragma unroll
+				for (int k = 0; k < P; ++k) acc[k][c] += v.v[k];
+			}
 	}
 }
 
-// lp_tiled is the tiled kernel with V cells per unit: V = 16/sizeof(T)
-// when x and dx rows are dense, 16-byte aligned packs (W % V == 0) and y
-// and dy rows have unit stride along W; else 1 with any strides. WIDE:
-// the segment's window columns exceed a tile row's nw_max slots of shared
-// memory and are taken nw_max at a time, the sums carried in registers.
-// Phase 1 batches 4 columns (in double 2, or 1 for WIDE: fewer registers).
-template <typename T, typename Op, int V, bool WIDE>
+// lp_phase2_wide adds to acc s over the window columns [max(lo, cb),
+// min(hi, ce)] of a pass, [lo, hi] being those holding the cell.
+template <typename M>
+__device__ __forceinline__ void lp_phase2_wide(int lo, int hi, int cb, int ce, const LpVec<M, 1>* s, M& acc) {
+	hi = min(hi, ce);
+#pragma unroll 1
+	for (int ow = max(lo, cb); ow <= hi; ++ow) acc += s[ow - cb].v[0];
+}
+
+// lp_tiled is the tiled kernel with V cells per unit and R input rows per
+// thread row: V = 16/sizeof(T) and R = Op::rows when x and dx rows are
+// dense, 16-byte aligned packs (W % V == 0) and y and dy rows have unit
+// stride along W; else V = R = 1 with any strides. WIDE: the segment's
+// window columns exceed a tile row's nw_max slots of shared memory and
+// are taken nw_max at a time, the sums carried in registers. Phase 1
+// batches B columns a thread: V/2 (at least 1), what a stride of 2 gives
+// a thread (W/V units a row, W/2 window columns), but 2 for 16-bit types
+// with R = 4 (registers), or for WIDE 2 (in double 1).
+//
+// A block takes tr input rows (tr/R thread rows of tu threads) by a
+// segment of tu*V cells. A prologue fills, once per tile, the rows'
+// records and (unless WIDE) the segment's phase-2 table, so that a warp
+// spends a few shared loads, not divisions and 64-bit products, to find
+// its rows and its cells' windows. Phase 1 sums, per input row and window
+// column, the coefficients of the window rows holding the row into s;
+// phase 2 sums s over the window columns holding each cell.
+//
+// Shared memory (ops/lppool.go lpSmem): per thread row nw_max + 1 slots
+// of R opmath values, the last one 0, rounded up to 16 bytes; tr LpRow;
+// unless WIDE the table, a 4-byte entry per cell of the segment.
+template <typename T, typename Op, int V, int R, bool WIDE>
 __device__ __forceinline__ void lp_tiled(const T* __restrict__ x, const T* __restrict__ y,
 		const T* __restrict__ dy, T* __restrict__ dx, double p, const LpPoolLayout& L) {
 	typedef typename OpMath<T>::type M;
@@ -277,59 +440,123 @@ __device__ __forceinline__ void lp_tiled(const T* __restrict__ x, const T* __res
 	const i64 b = L.base + blockIdx.x;
 	const i64 rg = lp_div(b, L.a_magic, L.a_shift);
 	const int seg = (int)(b - rg * L.segs);
-	const int r = lp_div32((int)threadIdx.x, L.tu_magic, L.tu_shift);
-	const int u = (int)threadIdx.x - r * L.tu;
-	const i64 row = rg * L.tr + r;
-	const bool in_row = r < L.tr && row < L.rows;
+	const int tid = (int)threadIdx.x, nt = (int)blockDim.x;
 	const int c0 = seg * (L.tu * V);
-	const int j0 = c0 + u * V;
-	const bool active = in_row && j0 < L.W;
 	int ow0, ow_end;
 	lp_windows(L, c0, min(c0 + L.tu * V, L.W) - 1, ow0, ow_end);
-	M* srow = reinterpret_cast<M*>(lp_smem) + r * L.nw_max;
-	const T *xr = x, *yp = y, *dyp = dy;
-	T* dxr = dx;
-	int oh_lo = 0, oh_hi = -1;
-	if (in_row) lp_row(L, row, x, y, dy, dx, xr, dxr, yp, dyp, oh_lo, oh_hi);
-	// Packs of x are prefetched now and loaded after phase 1, so that their
-	// DRAM latency overlaps phase 1 without holding registers across it; a
-	// single cell is loaded now (one register instead of its row pointer).
+	// s first: its accesses, the most frequent, need no offset.
+	const int srow_len = L.nw_max + 1;
+	LpVec<M, R>* sm = reinterpret_cast<LpVec<M, R>*>(lp_smem);
+	LpRow* rows = reinterpret_cast<LpRow*>(
+			reinterpret_cast<char*>(lp_smem) + ((L.tr * srow_len * (int)sizeof(M) + 15) & ~15));
+	unsigned* tab = reinterpret_cast<unsigned*>(rows + L.tr);
+
+	// Prologue: the rows from thread 0 up, the table from the last down.
+	const i64 row0 = rg * L.tr;
+#pragma unroll 1
+	for (int t = tid; t < L.tr; t += nt) {
+		const i64 row = row0 + t;
+		i64 nc = row;
+		int i = 0;
+		if (L.H != 1) {
+			nc = lp_div(row, L.h_magic, L.h_shift);
+			i = (int)(row - nc * L.H);
+		}
+		LpRow info;
+		info.oh_lo = lp_oh_lo(L, i);
+		info.oh_hi = lp_oh_hi(L, i);
+		info.x = x + (lp_plane(L, nc, 0) + i * L.stride[0][2]);
+		info.dx = dx + (lp_plane(L, nc, 3) + i * L.stride[3][2]);
+		info.y = y + (lp_plane(L, nc, 1) + info.oh_lo * L.stride[1][2]);
+		info.dy = dy + (lp_plane(L, nc, 2) + info.oh_lo * L.stride[2][2]);
+		info.valid = row < L.rows;
+		info.first = i == 0;
+		rows[t] = info;
+		if (t % R == 0) {
+			LpVec<M, R> z;
+#pragma unroll
+			for (int e = 0; e < R; ++e) z.v[e] = M(0);
+			sm[t / R * srow_len + L.nw_max] = z;
+		}
+	}
+	if (!WIDE) {
+#pragma unroll 1
+		for (int q = nt - 1 - tid; q < L.tu * V; q += nt) tab[q] = lp_cell_entry<M, R>(L, c0 + q, ow0);
+	}
+	__syncthreads();
+
+	const int r = lp_div32(tid, L.tu_magic, L.tu_shift);
+	const int u = tid - r * L.tu;
+	const int j0 = c0 + u * V;
+	// The thread row's records are read from shared memory where they are
+	// needed (fewer registers).
+	int nrow = 0;
+	unsigned brk = 1;
+	const LpRow* myrows = rows + r * R;
+	if (r < L.tr / R) {
+#pragma unroll
+		for (int e = 0; e < R; ++e) {
+			const LpRow& w = myrows[e];
+			if (w.valid) nrow = e + 1;
+			if (w.first) brk |= 1u << e;
+		}
+	}
+	const bool active = nrow > 0 && j0 < L.W;
+	// Packs of x are prefetched now and loaded after phase 2, so that their
+	// DRAM latency overlaps the phases without holding registers across
+	// them; a single cell is loaded now (one register instead of its row
+	// pointer).
 	T xs = T();
 	if (active) {
-		if (V > 1)
-			lp_prefetch(xr + j0);
-		else
-			xs = xr[j0 * L.stride[0][3]];
-	}
-	M acc[V];
+		if (V > 1) {
 #pragma unroll
-	for (int e = 0; e < V; ++e) acc[e] = M(0);
-	constexpr int B = sizeof(M) == 8 ? (WIDE ? 1 : 2) : 4;
+			for (int e = 0; e < R; ++e)
+				if (e < nrow) lp_prefetch(static_cast<const T*>(myrows[e].x) + j0);
+		} else {
+			xs = static_cast<const T*>(myrows[0].x)[j0 * L.stride[0][3]];
+		}
+	}
+	LpVec<M, R>* srow = sm + r * srow_len;
+	constexpr int B = WIDE ? (sizeof(M) == 8 ? 1 : 2) : V == 1 ? 1 : R == 4 && V == 8 ? 2 : V / 2;
 	if (!WIDE) {
-		if (in_row) lp_phase1<T, Op, V, B>(L, yp, dyp, oh_lo, oh_hi, ow0, ow_end, u, srow - ow0, pm1);
+		if (nrow > 0) lp_phase1<T, Op, V, B, R>(L, myrows, nrow, brk, ow0, ow_end, u, srow, pm1);
 		__syncthreads();
-		if (active) lp_phase2<M, V>(L, j0, ow0, ow_end, srow - ow0, acc);
+		if (!active) return;
+		// Phase 2 and the stores, P rows at a time.
+		constexpr int P = R < 2 ? R : 2;
+#pragma unroll
+		for (int e0 = 0; e0 < R; e0 += P) {
+			if (e0 >= nrow) break;
+			M acc[P][V];
+			lp_phase2<M, V, R, P>(L, tab + u * V, srow, e0, acc);
+#pragma unroll
+			for (int e = 0; e < P; ++e) {
+				if (e0 + e >= nrow) break;
+				if (V > 1) {
+					const uint4 xraw = __ldg(reinterpret_cast<const uint4*>(static_cast<const T*>(myrows[e0 + e].x) + j0));
+					Pack<T> px;
+					memcpy(&px, &xraw, 16);
+#pragma unroll
+					for (int c = 0; c < V; ++c) acc[e][c] *= Op::xpow(to_op(px.v[c]), pm1);
+					lp_store_pack<T, V>(static_cast<T*>(myrows[e0 + e].dx) + j0, acc[e]);
+				} else {
+					static_cast<T*>(myrows[e0 + e].dx)[j0 * L.stride[3][3]] = lp_round<T>(acc[e][0] * Op::xpow(to_op(xs), pm1));
+				}
+			}
+		}
 	} else {
+		M acc = M(0);
+		int lo, hi;
+		lp_windows(L, j0, j0, lo, hi);
 #pragma unroll 1
 		for (int cb = ow0; cb <= ow_end; cb += L.nw_max) {
 			const int ce = min(cb + L.nw_max - 1, ow_end);
-			if (in_row) lp_phase1<T, Op, V, B>(L, yp, dyp, oh_lo, oh_hi, cb, ce, u, srow - cb, pm1);
+			if (nrow > 0) lp_phase1<T, Op, V, B, R>(L, myrows, nrow, brk, cb, ce, u, srow, pm1);
 			__syncthreads();
-			if (active) lp_phase2<M, V>(L, j0, cb, ce, srow - cb, acc);
-			__syncthreads();  // before the next chunk overwrites s
+			if (active) lp_phase2_wide(lo, hi, cb, ce, reinterpret_cast<LpVec<M, 1>*>(srow), acc);
+			__syncthreads();  // before the next pass overwrites s
 		}
-	}
-	if (active) {
-		if (V > 1) {
-			const uint4 xraw = __ldg(reinterpret_cast<const uint4*>(xr + j0));
-			Pack<T> px, pd;
-			memcpy(&px, &xraw, 16);
-#pragma unroll
-			for (int e = 0; e < V; ++e) pd.v[e] = lp_round<T>(acc[e] * Op::xpow(to_op(px.v[e]), pm1));
-			store_pack(dxr + j0, pd);
-		} else {
-			dxr[j0 * L.stride[3][3]] = lp_round<T>(acc[0] * Op::xpow(to_op(xs), pm1));
-		}
+		if (active) static_cast<T*>(myrows[0].dx)[j0 * L.stride[3][3]] = lp_round<T>(acc * Op::xpow(to_op(xs), pm1));
 	}
 }
 
@@ -337,17 +564,17 @@ __device__ __forceinline__ void lp_tiled(const T* __restrict__ x, const T* __res
 template <typename T, typename Op>
 __device__ __forceinline__ void lppool_pack(const T* __restrict__ x, const T* __restrict__ y,
 		const T* __restrict__ dy, T* __restrict__ dx, double p, const LpPoolLayout& L) {
-	lp_tiled<T, Op, Pack<T>::N, false>(x, y, dy, dx, p, L);
+	lp_tiled<T, Op, Pack<T>::N, Op::rows, false>(x, y, dy, dx, p, L);
 }
 
 template <typename T, typename Op>
 __device__ __forceinline__ void lppool_cell(const T* __restrict__ x, const T* __restrict__ y,
 		const T* __restrict__ dy, T* __restrict__ dx, double p, const LpPoolLayout& L) {
-	lp_tiled<T, Op, 1, false>(x, y, dy, dx, p, L);
+	lp_tiled<T, Op, 1, 1, false>(x, y, dy, dx, p, L);
 }
 
 template <typename T, typename Op>
 __device__ __forceinline__ void lppool_wide(const T* __restrict__ x, const T* __restrict__ y,
 		const T* __restrict__ dy, T* __restrict__ dx, double p, const LpPoolLayout& L) {
-	lp_tiled<T, Op, 1, true>(x, y, dy, dx, p, L);
+	lp_tiled<T, Op, 1, 1, true>(x, y, dy, dx, p, L);
 }

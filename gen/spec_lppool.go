@@ -9,6 +9,10 @@ var lppoolFamily = Family{
 	Prefix: "lppool_bw",
 	Header: "lppool.cuh",
 	Block:  256,
+	// At least 3 blocks an SM (80 registers): ptxas 11.8 left alone, or
+	// held to 64 registers, makes some kernels spill (f64 pow on sm_70);
+	// within 80 the p == 1 and 2 ones take at most 64 (4 blocks an SM).
+	MinBlocks: 3,
 	Params: []Param{
 		ptrParam("x", "const T* __restrict__"),
 		ptrParam("y", "const T* __restrict__"),

@@ -2,111 +2,111 @@
 
 #include "lppool.cuh"
 
-extern "C" __global__ void __launch_bounds__(256) lppool_bw_p1_f32_pack(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, double p, LpPoolLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 3) lppool_bw_p1_f32_pack(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, double p, LpPoolLayout L) {
 	lppool_pack<float, LpP1>(x, y, dy, dx, p, L);
 }
-extern "C" __global__ void __launch_bounds__(256) lppool_bw_p1_f32_cell(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, double p, LpPoolLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 3) lppool_bw_p1_f32_cell(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, double p, LpPoolLayout L) {
 	lppool_cell<float, LpP1>(x, y, dy, dx, p, L);
 }
-extern "C" __global__ void __launch_bounds__(256) lppool_bw_p1_f32_wide(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, double p, LpPoolLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 3) lppool_bw_p1_f32_wide(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, double p, LpPoolLayout L) {
 	lppool_wide<float, LpP1>(x, y, dy, dx, p, L);
 }
-extern "C" __global__ void __launch_bounds__(256) lppool_bw_p1_f16_pack(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, double p, LpPoolLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 3) lppool_bw_p1_f16_pack(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, double p, LpPoolLayout L) {
 	lppool_pack<__half, LpP1>(x, y, dy, dx, p, L);
 }
-extern "C" __global__ void __launch_bounds__(256) lppool_bw_p1_f16_cell(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, double p, LpPoolLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 3) lppool_bw_p1_f16_cell(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, double p, LpPoolLayout L) {
 	lppool_cell<__half, LpP1>(x, y, dy, dx, p, L);
 }
-extern "C" __global__ void __launch_bounds__(256) lppool_bw_p1_f16_wide(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, double p, LpPoolLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 3) lppool_bw_p1_f16_wide(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, double p, LpPoolLayout L) {
 	lppool_wide<__half, LpP1>(x, y, dy, dx, p, L);
 }
-extern "C" __global__ void __launch_bounds__(256) lppool_bw_p1_bf16_pack(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, double p, LpPoolLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 3) lppool_bw_p1_bf16_pack(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, double p, LpPoolLayout L) {
 	lppool_pack<__nv_bfloat16, LpP1>(x, y, dy, dx, p, L);
 }
-extern "C" __global__ void __launch_bounds__(256) lppool_bw_p1_bf16_cell(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, double p, LpPoolLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 3) lppool_bw_p1_bf16_cell(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, double p, LpPoolLayout L) {
 	lppool_cell<__nv_bfloat16, LpP1>(x, y, dy, dx, p, L);
 }
-extern "C" __global__ void __launch_bounds__(256) lppool_bw_p1_bf16_wide(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, double p, LpPoolLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 3) lppool_bw_p1_bf16_wide(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, double p, LpPoolLayout L) {
 	lppool_wide<__nv_bfloat16, LpP1>(x, y, dy, dx, p, L);
 }
-extern "C" __global__ void __launch_bounds__(256) lppool_bw_p1_f64_pack(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, double p, LpPoolLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 3) lppool_bw_p1_f64_pack(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, double p, LpPoolLayout L) {
 	lppool_pack<double, LpP1>(x, y, dy, dx, p, L);
 }
-extern "C" __global__ void __launch_bounds__(256) lppool_bw_p1_f64_cell(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, double p, LpPoolLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 3) lppool_bw_p1_f64_cell(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, double p, LpPoolLayout L) {
 	lppool_cell<double, LpP1>(x, y, dy, dx, p, L);
 }
-extern "C" __global__ void __launch_bounds__(256) lppool_bw_p1_f64_wide(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, double p, LpPoolLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 3) lppool_bw_p1_f64_wide(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, double p, LpPoolLayout L) {
 	lppool_wide<double, LpP1>(x, y, dy, dx, p, L);
 }
-extern "C" __global__ void __launch_bounds__(256) lppool_bw_p2_f32_pack(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, double p, LpPoolLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 3) lppool_bw_p2_f32_pack(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, double p, LpPoolLayout L) {
 	lppool_pack<float, LpP2>(x, y, dy, dx, p, L);
 }
-extern "C" __global__ void __launch_bounds__(256) lppool_bw_p2_f32_cell(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, double p, LpPoolLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 3) lppool_bw_p2_f32_cell(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, double p, LpPoolLayout L) {
 	lppool_cell<float, LpP2>(x, y, dy, dx, p, L);
 }
-extern "C" __global__ void __launch_bounds__(256) lppool_bw_p2_f32_wide(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, double p, LpPoolLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 3) lppool_bw_p2_f32_wide(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, double p, LpPoolLayout L) {
 	lppool_wide<float, LpP2>(x, y, dy, dx, p, L);
 }
-extern "C" __global__ void __launch_bounds__(256) lppool_bw_p2_f16_pack(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, double p, LpPoolLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 3) lppool_bw_p2_f16_pack(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, double p, LpPoolLayout L) {
 	lppool_pack<__half, LpP2>(x, y, dy, dx, p, L);
 }
-extern "C" __global__ void __launch_bounds__(256) lppool_bw_p2_f16_cell(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, double p, LpPoolLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 3) lppool_bw_p2_f16_cell(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, double p, LpPoolLayout L) {
 	lppool_cell<__half, LpP2>(x, y, dy, dx, p, L);
 }
-extern "C" __global__ void __launch_bounds__(256) lppool_bw_p2_f16_wide(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, double p, LpPoolLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 3) lppool_bw_p2_f16_wide(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, double p, LpPoolLayout L) {
 	lppool_wide<__half, LpP2>(x, y, dy, dx, p, L);
 }
-extern "C" __global__ void __launch_bounds__(256) lppool_bw_p2_bf16_pack(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, double p, LpPoolLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 3) lppool_bw_p2_bf16_pack(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, double p, LpPoolLayout L) {
 	lppool_pack<__nv_bfloat16, LpP2>(x, y, dy, dx, p, L);
 }
-extern "C" __global__ void __launch_bounds__(256) lppool_bw_p2_bf16_cell(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, double p, LpPoolLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 3) lppool_bw_p2_bf16_cell(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, double p, LpPoolLayout L) {
 	lppool_cell<__nv_bfloat16, LpP2>(x, y, dy, dx, p, L);
 }
-extern "C" __global__ void __launch_bounds__(256) lppool_bw_p2_bf16_wide(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, double p, LpPoolLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 3) lppool_bw_p2_bf16_wide(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, double p, LpPoolLayout L) {
 	lppool_wide<__nv_bfloat16, LpP2>(x, y, dy, dx, p, L);
 }
-extern "C" __global__ void __launch_bounds__(256) lppool_bw_p2_f64_pack(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, double p, LpPoolLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 3) lppool_bw_p2_f64_pack(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, double p, LpPoolLayout L) {
 	lppool_pack<double, LpP2>(x, y, dy, dx, p, L);
 }
-extern "C" __global__ void __launch_bounds__(256) lppool_bw_p2_f64_cell(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, double p, LpPoolLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 3) lppool_bw_p2_f64_cell(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, double p, LpPoolLayout L) {
 	lppool_cell<double, LpP2>(x, y, dy, dx, p, L);
 }
-extern "C" __global__ void __launch_bounds__(256) lppool_bw_p2_f64_wide(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, double p, LpPoolLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 3) lppool_bw_p2_f64_wide(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, double p, LpPoolLayout L) {
 	lppool_wide<double, LpP2>(x, y, dy, dx, p, L);
 }
-extern "C" __global__ void __launch_bounds__(256) lppool_bw_general_f32_pack(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, double p, LpPoolLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 3) lppool_bw_general_f32_pack(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, double p, LpPoolLayout L) {
 	lppool_pack<float, LpGeneral>(x, y, dy, dx, p, L);
 }
-extern "C" __global__ void __launch_bounds__(256) lppool_bw_general_f32_cell(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, double p, LpPoolLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 3) lppool_bw_general_f32_cell(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, double p, LpPoolLayout L) {
 	lppool_cell<float, LpGeneral>(x, y, dy, dx, p, L);
 }
-extern "C" __global__ void __launch_bounds__(256) lppool_bw_general_f32_wide(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, double p, LpPoolLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 3) lppool_bw_general_f32_wide(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, double p, LpPoolLayout L) {
 	lppool_wide<float, LpGeneral>(x, y, dy, dx, p, L);
 }
-extern "C" __global__ void __launch_bounds__(256) lppool_bw_general_f16_pack(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, double p, LpPoolLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 3) lppool_bw_general_f16_pack(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, double p, LpPoolLayout L) {
 	lppool_pack<__half, LpGeneral>(x, y, dy, dx, p, L);
 }
-extern "C" __global__ void __launch_bounds__(256) lppool_bw_general_f16_cell(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, double p, LpPoolLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 3) lppool_bw_general_f16_cell(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, double p, LpPoolLayout L) {
 	lppool_cell<__half, LpGeneral>(x, y, dy, dx, p, L);
 }
-extern "C" __global__ void __launch_bounds__(256) lppool_bw_general_f16_wide(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, double p, LpPoolLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 3) lppool_bw_general_f16_wide(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, double p, LpPoolLayout L) {
 	lppool_wide<__half, LpGeneral>(x, y, dy, dx, p, L);
 }
-extern "C" __global__ void __launch_bounds__(256) lppool_bw_general_bf16_pack(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, double p, LpPoolLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 3) lppool_bw_general_bf16_pack(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, double p, LpPoolLayout L) {
 	lppool_pack<__nv_bfloat16, LpGeneral>(x, y, dy, dx, p, L);
 }
-extern "C" __global__ void __launch_bounds__(256) lppool_bw_general_bf16_cell(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, double p, LpPoolLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 3) lppool_bw_general_bf16_cell(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, double p, LpPoolLayout L) {
 	lppool_cell<__nv_bfloat16, LpGeneral>(x, y, dy, dx, p, L);
 }
-extern "C" __global__ void __launch_bounds__(256) lppool_bw_general_bf16_wide(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, double p, LpPoolLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 3) lppool_bw_general_bf16_wide(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, double p, LpPoolLayout L) {
 	lppool_wide<__nv_bfloat16, LpGeneral>(x, y, dy, dx, p, L);
 }
-extern "C" __global__ void __launch_bounds__(256) lppool_bw_general_f64_pack(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, double p, LpPoolLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 3) lppool_bw_general_f64_pack(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, double p, LpPoolLayout L) {
 	lppool_pack<double, LpGeneral>(x, y, dy, dx, p, L);
 }
-extern "C" __global__ void __launch_bounds__(256) lppool_bw_general_f64_cell(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, double p, LpPoolLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 3) lppool_bw_general_f64_cell(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, double p, LpPoolLayout L) {
 	lppool_cell<double, LpGeneral>(x, y, dy, dx, p, L);
 }
-extern "C" __global__ void __launch_bounds__(256) lppool_bw_general_f64_wide(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, double p, LpPoolLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 3) lppool_bw_general_f64_wide(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, double p, LpPoolLayout L) {
 	lppool_wide<double, LpGeneral>(x, y, dy, dx, p, L);
 }

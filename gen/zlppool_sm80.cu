@@ -3,30 +3,30 @@
 
 #include "lppool.cuh"
 
-extern "C" __global__ void __launch_bounds__(256) lppool_bw_p1_bf16_pack(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, double p, LpPoolLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 3) lppool_bw_p1_bf16_pack(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, double p, LpPoolLayout L) {
 	lppool_pack<__nv_bfloat16, LpP1>(x, y, dy, dx, p, L);
 }
-extern "C" __global__ void __launch_bounds__(256) lppool_bw_p1_bf16_cell(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, double p, LpPoolLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 3) lppool_bw_p1_bf16_cell(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, double p, LpPoolLayout L) {
 	lppool_cell<__nv_bfloat16, LpP1>(x, y, dy, dx, p, L);
 }
-extern "C" __global__ void __launch_bounds__(256) lppool_bw_p1_bf16_wide(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, double p, LpPoolLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 3) lppool_bw_p1_bf16_wide(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, double p, LpPoolLayout L) {
 	lppool_wide<__nv_bfloat16, LpP1>(x, y, dy, dx, p, L);
 }
-extern "C" __global__ void __launch_bounds__(256) lppool_bw_p2_bf16_pack(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, double p, LpPoolLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 3) lppool_bw_p2_bf16_pack(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, double p, LpPoolLayout L) {
 	lppool_pack<__nv_bfloat16, LpP2>(x, y, dy, dx, p, L);
 }
-extern "C" __global__ void __launch_bounds__(256) lppool_bw_p2_bf16_cell(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, double p, LpPoolLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 3) lppool_bw_p2_bf16_cell(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, double p, LpPoolLayout L) {
 	lppool_cell<__nv_bfloat16, LpP2>(x, y, dy, dx, p, L);
 }
-extern "C" __global__ void __launch_bounds__(256) lppool_bw_p2_bf16_wide(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, double p, LpPoolLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 3) lppool_bw_p2_bf16_wide(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, double p, LpPoolLayout L) {
 	lppool_wide<__nv_bfloat16, LpP2>(x, y, dy, dx, p, L);
 }
-extern "C" __global__ void __launch_bounds__(256) lppool_bw_general_bf16_pack(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, double p, LpPoolLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 3) lppool_bw_general_bf16_pack(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, double p, LpPoolLayout L) {
 	lppool_pack<__nv_bfloat16, LpGeneral>(x, y, dy, dx, p, L);
 }
-extern "C" __global__ void __launch_bounds__(256) lppool_bw_general_bf16_cell(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, double p, LpPoolLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 3) lppool_bw_general_bf16_cell(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, double p, LpPoolLayout L) {
 	lppool_cell<__nv_bfloat16, LpGeneral>(x, y, dy, dx, p, L);
 }
-extern "C" __global__ void __launch_bounds__(256) lppool_bw_general_bf16_wide(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, double p, LpPoolLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 3) lppool_bw_general_bf16_wide(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, double p, LpPoolLayout L) {
 	lppool_wide<__nv_bfloat16, LpGeneral>(x, y, dy, dx, p, L);
 }

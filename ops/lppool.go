@@ -294,6 +294,45 @@ type lpLayout struct {
 // threads still fit an H100 SM's 228 KiB.
 const lpSmemBytes = 24 << 10
 
+// lpRowBytes is sizeof(LpRow) in gen/lppool.cuh: an input row's pointers
+// and window rows, which the kernel's prologue computes once per tile.
+const lpRowBytes = 48
+
+// lpSmem is the dynamic shared memory of a tile, laid out as lp_tiled in
+// gen/lppool.cuh reads it: nwMax+1 opmath sums per input row, rounded up
+// to 16 bytes; tr row records; for the pack and cell variants a 4-byte
+// phase-2 entry per cell of a segment (tu*cellsPer).
+func lpSmem(variant int, tu, tr, cellsPer, nwMax, opSize int64) int64 {
+	tab := int64(0)
+	if variant != lpWide {
+		tab = tu * cellsPer * 4
+	}
+	return (tr*(nwMax+1)*opSize+15)&^15 + tr*lpRowBytes + tab
+}
+
+// lpMaxTileRows bounds a tile's input rows (and row records: 12 KiB).
+const lpMaxTileRows = 256
+
+// rowsPer is the kernel's R, the input rows a thread takes: in the pack
+// variant 4 for p == 1 and 2 and 2 for the precise pow (the functors'
+// rows in gen/lppool.cuh; consecutive rows share window rows and setup),
+// else 1.
+func (pl *lpPool) rowsPer(variant int) int64 {
+	switch {
+	case variant != lpPack:
+		return 1
+	case pl.p == 1 || pl.p == 2:
+		return 4
+	}
+	return 2
+}
+
+// blockThreads is a tile's block: tr/R thread rows of tu threads, at most
+// the kernel's 256.
+func (pl *lpPool) blockThreads(variant int, L *lpLayout) uint32 {
+	return uint32(int64(L.tu) * (int64(L.tr) / pl.rowsPer(variant)))
+}
+
 // divMagic32 returns the constants of lp_div32 in gen/lppool.cuh, which
 // divides any 0 <= n < 2^31 by 1 <= d <= 2^30 with a 32-bit multiply-high:
 // for a power of two (0, log2 d); otherwise (ceil(2^(31+l)/d), l-1) with
@@ -351,8 +390,7 @@ func (pl *lpPool) layout(a *LpPoolArgs, block int, L *lpLayout) (variant int, sm
 		L.cMagic, L.cShift = divMagic(pl.c)
 	}
 
-	// Tiling: tr rows by a segment of tu units of cellsPer cells along W;
-	// a tile row keeps a sum for each window column its segment touches.
+	// Tiling: tr rows by a segment of tu units of cellsPer cells along W.
 	variant, cellsPer := lpCell, int64(1)
 	if v := int64(16 / pl.dt.Size()); pl.packable(a, L, v) {
 		variant, cellsPer = lpPack, v
@@ -361,22 +399,28 @@ func (pl *lpPool) layout(a *LpPoolArgs, block int, L *lpLayout) (variant int, sm
 	if pl.dt == dtype.F64 {
 		opSize = 8
 	}
-	capacity := int64(lpSmemBytes) / opSize
+	// A block of tu threads by block/tu thread rows takes R input rows a
+	// thread row; a tile row keeps a sum for each window column its
+	// segment touches.
 	units := pl.w / cellsPer
 	tu := min(units, int64(block))
-	tr := int64(block) / tu
-	nw := pl.segmentWindows(tu * cellsPer)
-	nwMax := nw
-	if tr*nw > capacity {
+	tr := int64(block) / tu * pl.rowsPer(variant)
+	if tr > lpMaxTileRows {
+		// Narrow rows: fewer thread rows (a smaller block) rather than
+		// more row records.
+		tr = lpMaxTileRows
+	}
+	nwMax := pl.segmentWindows(tu * cellsPer)
+	if lpSmem(variant, tu, tr, cellsPer, nwMax, opSize) > lpSmemBytes {
 		// Too many window columns for one pass: a cell per thread, and
 		// the columns in passes of nwMax if that still does not fit.
-		variant, units = lpCell, pl.w
+		variant, units, cellsPer = lpCell, pl.w, 1
 		tu = min(units, int64(block))
 		tr = int64(block) / tu
-		nw = pl.segmentWindows(tu)
-		nwMax = nw
-		if tr*nw > capacity {
-			variant, nwMax = lpWide, capacity/tr
+		nwMax = pl.segmentWindows(tu)
+		if lpSmem(variant, tu, tr, cellsPer, nwMax, opSize) > lpSmemBytes {
+			variant = lpWide
+			nwMax = ((lpSmemBytes-tr*lpRowBytes)&^15)/(tr*opSize) - 1
 		}
 	}
 	segs := (units + tu - 1) / tu
@@ -384,7 +428,7 @@ func (pl *lpPool) layout(a *LpPoolArgs, block int, L *lpLayout) (variant int, sm
 	L.tuMagic, L.tuShift = divMagic32(tu)
 	L.total = (L.rows + tr - 1) / tr * segs
 	L.aMagic, L.aShift = divMagic(segs)
-	return variant, int(tr * nwMax * opSize)
+	return variant, int(lpSmem(variant, tu, tr, cellsPer, nwMax, opSize))
 }
 
 // segmentWindows bounds the window columns that a run of `cells`
@@ -435,6 +479,7 @@ func (pl *lpPool) run(s *driver.Stream, a *LpPoolArgs) error {
 	var L lpLayout
 	variant, smem := pl.layout(a, pl.kernels[lpPack].block, &L)
 	k := pl.kernels[variant]
+	threads := pl.blockThreads(variant, &L)
 	lf, err := k.resolve(s.Context())
 	if err != nil {
 		return err
@@ -446,7 +491,7 @@ func (pl *lpPool) run(s *driver.Stream, a *LpPoolArgs) error {
 		blocks := min(L.total-L.base, maxBlocks)
 		args := driver.GetArgs()
 		pl.pack(args, a, &L)
-		err = lf.fn.Launch(s, [3]uint32{uint32(blocks), 1, 1}, [3]uint32{uint32(k.block), 1, 1}, uint32(smem), args)
+		err = lf.fn.Launch(s, [3]uint32{uint32(blocks), 1, 1}, [3]uint32{threads, 1, 1}, uint32(smem), args)
 		driver.PutArgs(args)
 		if err != nil {
 			return err

@@ -321,10 +321,15 @@ func TestLpPoolLayout(t *testing.T) {
 	a := lp2dArgs(plan)
 	var L lpLayout
 	v, smem := plan.pl.layout(&a, 256, &L)
-	// Packs of 4: 2 units a row, windows 0..3 touched, 128 rows a tile.
-	if v != lpPack || L.rows != 2*3*9 || L.channels != 0 || L.tu != 2 || L.nwMax != 4 || L.tr != 128 ||
-		L.segs != 1 || L.total != 1 || smem != 128*4*4 {
+	// Packs of 4: 2 units a row, windows 0..3 touched, 256 rows a tile (64
+	// thread rows of 4, the cap): 256 row records, 8 cell entries, 5 slots
+	// a row.
+	if v != lpPack || L.rows != 2*3*9 || L.channels != 0 || L.tu != 2 || L.nwMax != 4 || L.tr != 256 ||
+		L.segs != 1 || L.total != 1 || smem != 256*lpRowBytes+8*4+256*5*4 {
 		t.Errorf("contiguous: variant %d smem %d layout %+v", v, smem, L)
+	}
+	if n := plan.pl.blockThreads(v, &L); n != 128 {
+		t.Errorf("contiguous: %d threads a block, want 128", n)
 	}
 	if L.ho != 4 || L.wo != 4 || L.stride[0] != [4]int64{216, 72, 8, 1} || L.stride[1] != [4]int64{48, 16, 4, 1} {
 		t.Errorf("dims %dx%d strides %v", L.ho, L.wo, L.stride)
@@ -337,7 +342,7 @@ func TestLpPoolLayout(t *testing.T) {
 	// Unaligned x: a cell per thread, 8 a row, 32 rows a tile.
 	a.X.Buf.Addr += 4
 	v, _ = plan.pl.layout(&a, 256, &L)
-	if v != lpCell || L.tu != 8 || L.tr != 32 || L.total != 2 || L.nwMax != 4 {
+	if v != lpCell || L.tu != 8 || L.tr != 32 || L.total != 2 || L.nwMax != 4 || plan.pl.blockThreads(v, &L) != 256 {
 		t.Errorf("unaligned: variant %d layout %+v", v, L)
 	}
 	if m, sh := divMagic(1); L.aMagic != m || L.aShift != sh {
@@ -382,8 +387,8 @@ func TestLpPoolLayout(t *testing.T) {
 	if L.channels != 0 || L.stride[2] != [4]int64{2048, 2048, 0, 1} || L.stride[0] != [4]int64{4096, 4096, 0, 1} {
 		t.Errorf("1d C=1 strides %v", L.stride)
 	}
-	if v != lpPack || L.rows != 5 || L.h != 1 || L.kh != 1 || L.sh != 1 || L.ho != 1 || L.tu != 256 || L.tr != 1 ||
-		L.segs != 2 || L.nwMax != 513 || L.total != 10 || smem != 513*4 {
+	if v != lpPack || L.rows != 5 || L.h != 1 || L.kh != 1 || L.sh != 1 || L.ho != 1 || L.tu != 256 || L.tr != 4 ||
+		L.segs != 2 || L.nwMax != 513 || L.total != 4 || smem != 4*lpRowBytes+2048*4+4*514*4 {
 		t.Errorf("1d layout: variant %d smem %d %+v", v, smem, L)
 	}
 	// dy strided along W: the cell variant, 256 cells a segment.
@@ -392,7 +397,8 @@ func TestLpPoolLayout(t *testing.T) {
 		t.Errorf("1d dy strided along W: variant %d %+v", v, L)
 	}
 	// Windows too wide for one pass even a cell per thread: the wide
-	// variant, 6144 window columns (24 KiB of float) a pass.
+	// variant, 6131 window columns a pass (24 KiB less a row record, and a
+	// zero slot).
 	pd, _ := NewLpPool1dBackward(LpPool1dDesc{DType: dtype.F32, N: 2, C: 1, L: 100000, Kernel: 20000, Stride: 1, P: 3})
 	d := LpPoolArgs{
 		DY: NewTensor(fakeBuf(2*80001, dtype.F32), dtype.F32, 2, 1, 80001),
@@ -401,7 +407,7 @@ func TestLpPoolLayout(t *testing.T) {
 		DX: NewTensor(fakeBuf(200000, dtype.F32), dtype.F32, 2, 1, 100000),
 	}
 	v, smem = pd.pl.layout(&d, 256, &L)
-	if v != lpWide || L.tu != 256 || L.tr != 1 || L.nwMax != 6144 || L.segs != 391 || L.total != 782 || smem != 6144*4 {
+	if v != lpWide || L.tu != 256 || L.tr != 1 || L.nwMax != 6131 || L.segs != 391 || L.total != 782 || smem != 24<<10 {
 		t.Errorf("wide window: variant %d smem %d %+v", v, smem, L)
 	}
 	// Windows that fit once a segment holds 256 cells instead of 256 packs.
@@ -413,7 +419,8 @@ func TestLpPoolLayout(t *testing.T) {
 		DX: NewTensor(fakeBuf(1<<16, dtype.BF16), dtype.BF16, 1, 1, 1<<16),
 	}
 	v, smem = pw.pl.layout(&w, 256, &L)
-	if v != lpCell || L.tu != 256 || L.tr != 1 || L.nwMax != 256+4999 || L.segs != 256 || smem != (256+4999)*4 {
+	if v != lpCell || L.tu != 256 || L.tr != 1 || L.nwMax != 256+4999 || L.segs != 256 ||
+		smem != lpRowBytes+256*4+(256+5000)*4 {
 		t.Errorf("wide window, cell segments: variant %d smem %d %+v", v, smem, L)
 	}
 }
