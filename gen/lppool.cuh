@@ -19,8 +19,8 @@
 // caller. A block owns a tile: tr input rows (consecutive in N*C*H order)
 // by a segment of tu work units along W, a unit being a 16-byte pack of x
 // and dx (lppool_pack) or one cell (lppool_cell, lppool_wide; any strides);
-// a thread takes R consecutive rows of its unit (R = 4, or 2 for the
-// precise pow, in lppool_pack; else 1). A prologue records once per tile
+// a thread takes R consecutive rows of its unit (R = 4 for p == 1, 2 for
+// the others, in lppool_pack; else 1). A prologue records once per tile
 // each row's pointers and window rows, and each cell's window columns.
 // Phase 1: the tu threads of a thread row compute, for every window column
 // ow the segment touches, s[ow] = Σ over the window rows oh holding each
@@ -175,7 +175,10 @@ struct LpP1 {
 // LpP2: p == 2. coef_w = dy_w * (K/c_w) / y_w and dx_i = x_i * Σ coef_w.
 // The quotient is lp_fdiv's (lp_quot's for f16).
 struct LpP2 {
-	static constexpr int rows = 4;
+	// 2, not 4: at 4 the bf16 pack kernel held 64 registers, and 2 rows
+	// with more resident blocks measured faster (H100, bf16 2d k2s2 56% ->
+	// 77% of copy bandwidth, k3s2 54% -> 65%; f32 unchanged).
+	static constexpr int rows = 2;
 	template <typename T, typename M> __device__ static M coef(M g, M f, M y, M) { return lp_quot<T>(g * f, y); }
 	template <typename M> __device__ static M xpow(M x, M) { return x; }
 };

@@ -314,14 +314,14 @@ func lpSmem(variant int, tu, tr, cellsPer, nwMax, opSize int64) int64 {
 const lpMaxTileRows = 256
 
 // rowsPer is the kernel's R, the input rows a thread takes: in the pack
-// variant 4 for p == 1 and 2 and 2 for the precise pow (the functors'
+// variant 4 for p == 1 and 2 for the others (the functors'
 // rows in gen/lppool.cuh; consecutive rows share window rows and setup),
 // else 1.
 func (pl *lpPool) rowsPer(variant int) int64 {
 	switch {
 	case variant != lpPack:
 		return 1
-	case pl.p == 1 || pl.p == 2:
+	case pl.p == 1:
 		return 4
 	}
 	return 2

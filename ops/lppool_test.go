@@ -321,15 +321,15 @@ func TestLpPoolLayout(t *testing.T) {
 	a := lp2dArgs(plan)
 	var L lpLayout
 	v, smem := plan.pl.layout(&a, 256, &L)
-	// Packs of 4: 2 units a row, windows 0..3 touched, 256 rows a tile (64
-	// thread rows of 4, the cap): 256 row records, 8 cell entries, 5 slots
+	// Packs of 4: 2 units a row, windows 0..3 touched, 256 rows a tile (128
+	// thread rows of 2, the cap): 256 row records, 8 cell entries, 5 slots
 	// a row.
 	if v != lpPack || L.rows != 2*3*9 || L.channels != 0 || L.tu != 2 || L.nwMax != 4 || L.tr != 256 ||
 		L.segs != 1 || L.total != 1 || smem != 256*lpRowBytes+8*4+256*5*4 {
 		t.Errorf("contiguous: variant %d smem %d layout %+v", v, smem, L)
 	}
-	if n := plan.pl.blockThreads(v, &L); n != 128 {
-		t.Errorf("contiguous: %d threads a block, want 128", n)
+	if n := plan.pl.blockThreads(v, &L); n != 256 {
+		t.Errorf("contiguous: %d threads a block, want 256", n)
 	}
 	if L.ho != 4 || L.wo != 4 || L.stride[0] != [4]int64{216, 72, 8, 1} || L.stride[1] != [4]int64{48, 16, 4, 1} {
 		t.Errorf("dims %dx%d strides %v", L.ho, L.wo, L.stride)
@@ -387,8 +387,8 @@ func TestLpPoolLayout(t *testing.T) {
 	if L.channels != 0 || L.stride[2] != [4]int64{2048, 2048, 0, 1} || L.stride[0] != [4]int64{4096, 4096, 0, 1} {
 		t.Errorf("1d C=1 strides %v", L.stride)
 	}
-	if v != lpPack || L.rows != 5 || L.h != 1 || L.kh != 1 || L.sh != 1 || L.ho != 1 || L.tu != 256 || L.tr != 4 ||
-		L.segs != 2 || L.nwMax != 513 || L.total != 4 || smem != 4*lpRowBytes+2048*4+4*514*4 {
+	if v != lpPack || L.rows != 5 || L.h != 1 || L.kh != 1 || L.sh != 1 || L.ho != 1 || L.tu != 256 || L.tr != 2 ||
+		L.segs != 2 || L.nwMax != 513 || L.total != 6 || smem != 2*lpRowBytes+2048*4+2*514*4 {
 		t.Errorf("1d layout: variant %d smem %d %+v", v, smem, L)
 	}
 	// dy strided along W: the cell variant, 256 cells a segment.
