@@ -72,8 +72,45 @@ template <typename T> __device__ __forceinline__ Pack<T> load_pack(const T* p) {
 	return out;
 }
 
+// pack_words puts W 32-bit words' worth of T from v into w. 16-bit
+// elements are joined in pairs explicitly: left to memcpy, nvcc 11.8 may
+// store a pack of them as four 4-byte stores instead of one 16-byte store.
+template <typename T, int W> __device__ __forceinline__ void pack_words(unsigned* w, const T* v) {
+#pragma unroll
+	for (int i = 0; i < W; ++i) {
+		if (sizeof(T) == 2) {
+			unsigned short lo, hi;
+			memcpy(&lo, &v[2 * i], 2);
+			memcpy(&hi, &v[2 * i + 1], 2);
+			w[i] = (unsigned)lo | ((unsigned)hi << 16);
+		} else {
+			memcpy(&w[i], reinterpret_cast<const char*>(v) + 4 * i, 4);
+		}
+	}
+}
+
+// st_global_v4 / _v2 store 16 / 8 bytes with one instruction: nvcc 11.8
+// splits a uint4 or uint2 store of values built in registers into 4-byte
+// stores (a warp then writes each 16-byte pack in four partial passes).
+// The asm has no memory clobber, so loads may still be scheduled across
+// it; no kernel reads back what it stores this way.
+__device__ __forceinline__ void st_global_v4(void* p, const unsigned* w) {
+	asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(w[0]), "r"(w[1]), "r"(w[2]), "r"(w[3]));
+}
+__device__ __forceinline__ void st_global_v2(void* p, const unsigned* w) {
+	asm volatile("st.global.v2.u32 [%0], {%1, %2};" ::"l"(p), "r"(w[0]), "r"(w[1]));
+}
+
+// store_pack: f64 keeps the plain store, which the asm form only made
+// longer (more registers in the col kernels) without fewer stores.
 template <typename T> __device__ __forceinline__ void store_pack(T* p, const Pack<T>& v) {
-	uint4 r;
-	memcpy(&r, &v, 16);
-	*reinterpret_cast<uint4*>(p) = r;
+	if (sizeof(T) == 8) {
+		uint4 r;
+		memcpy(&r, &v, 16);
+		*reinterpret_cast<uint4*>(p) = r;
+	} else {
+		unsigned w[4];
+		pack_words<T, 4>(w, v.v);
+		st_global_v4(p, w);
+	}
 }

@@ -495,19 +495,21 @@ template <typename T, int V> __device__ __forceinline__ RedVec<T, V> red_vload(c
 	return r;
 }
 
+// red_vstore: one store of the V values (f64 as store_pack does).
 template <typename T, int V> __device__ __forceinline__ void red_vstore(T* p, const RedVec<T, V>& r) {
-	if (sizeof(r) == 16) {
+	constexpr int B = sizeof(RedVec<T, V>);
+	unsigned w[4];
+	if (sizeof(T) < 8) pack_words<T, B / 4>(w, r.v);
+	if (sizeof(T) == 8 && B == 16) {
 		uint4 u;
-		memcpy(&u, &r, sizeof(r));
+		memcpy(&u, &r, 16);
 		*reinterpret_cast<uint4*>(p) = u;
-	} else if (sizeof(r) == 8) {
-		uint2 u;
-		memcpy(&u, &r, sizeof(r));
-		*reinterpret_cast<uint2*>(p) = u;
-	} else if (sizeof(r) == 4 && V == 2) {
-		unsigned u;
-		memcpy(&u, &r, sizeof(r));
-		*reinterpret_cast<unsigned*>(p) = u;
+	} else if (B == 16) {
+		st_global_v4(p, w);
+	} else if (B == 8 && sizeof(T) < 8) {
+		st_global_v2(p, w);
+	} else if (B == 4 && V == 2) {
+		*reinterpret_cast<unsigned*>(p) = w[0];
 	} else {
 		p[0] = r.v[0];
 	}
