@@ -385,11 +385,17 @@ __device__ __forceinline__ void red_row_tile(const T* __restrict__ x, const T* _
 	const bool cached = Pass == RED_FUSED && Op::stats && vec && np <= (i64)G * CP;
 	if (Op::stats && Pass != RED_APPLY && active) {
 		if (cached) {
+			// All CP loads are issued before any is used: each is
+			// unconditional (a lane past np re-reads pack np-1), since a
+			// load under its own branch was scheduled after the previous
+			// pack's arithmetic, leaving one load in flight per thread.
+			if (np > 0) {
+#pragma unroll
+				for (int r = 0; r < CP; ++r) cache[r] = load_pack(xp + min(lane + (i64)r * G, np - 1) * N);
+			}
 #pragma unroll
 			for (int r = 0; r < CP; ++r) {
-				const i64 p = lane + (i64)r * G;
-				if (p < np) {
-					cache[r] = load_pack(xp + p * N);
+				if (lane + (i64)r * G < np) {
 #pragma unroll
 					for (int e = 0; e < N; ++e) Op::accum(acc, to_op(cache[r].v[e]), yv);
 				}
