@@ -88,8 +88,12 @@ func (f *Family) instantiations(bd Build) []byte {
 			params[i] = replaceT(p.C, ct) + " " + p.Name
 		}
 		bounds := fmt.Sprint(f.Block)
-		if f.MinBlocks > 0 {
-			bounds += fmt.Sprintf(", %d", f.MinBlocks)
+		mb := f.MinBlocks
+		if v, ok := bd.MinBlocks[f.Name]; ok {
+			mb = v
+		}
+		if mb > 0 {
+			bounds += fmt.Sprintf(", %d", mb)
 		}
 		fmt.Fprintf(&b, "extern \"C\" __global__ void __launch_bounds__(%s) %s(%s) {\n\t%s<%s, %s>(%s);\n}\n",
 			bounds, k.name(), strings.Join(params, ", "), k.Variant.Template, ct, k.Op.Functor, call)
