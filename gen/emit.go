@@ -62,6 +62,23 @@ func (f *Family) validate() error {
 	return nil
 }
 
+// validateBuilds checks that every build's MinBlocks names a family, so
+// that a misspelt key cannot be ignored silently.
+func validateBuilds() error {
+	for _, bd := range builds {
+	next:
+		for name := range bd.MinBlocks {
+			for _, f := range families {
+				if f.Name == name {
+					continue next
+				}
+			}
+			return fmt.Errorf("build %q: MinBlocks names no family %q", bd.Suffix, name)
+		}
+	}
+	return nil
+}
+
 // instantiations is the generated .cu file of one build: one extern "C"
 // kernel per row the build holds, each a one-line call of the family's
 // template.

@@ -149,7 +149,7 @@ __device__ __forceinline__ void lp_store_pack<__nv_bfloat16, 8>(__nv_bfloat16* p
 		const __nv_bfloat162 h = __floats2bfloat162_rn(v[2 * e], v[2 * e + 1]);
 		memcpy(&w[e], &h, 4);
 	}
-	*reinterpret_cast<uint4*>(p) = make_uint4(w[0], w[1], w[2], w[3]);
+	st_global_v4(p, w);
 }
 #endif
 
@@ -536,9 +536,7 @@ __device__ __forceinline__ void lp_tiled(const T* __restrict__ x, const T* __res
 			for (int e = 0; e < P; ++e) {
 				if (e0 + e >= nrow) break;
 				if (V > 1) {
-					const uint4 xraw = __ldg(reinterpret_cast<const uint4*>(static_cast<const T*>(myrows[e0 + e].x) + j0));
-					Pack<T> px;
-					memcpy(&px, &xraw, 16);
+					const Pack<T> px = load_pack(static_cast<const T*>(myrows[e0 + e].x) + j0);
 #pragma unroll
 					for (int c = 0; c < V; ++c) acc[e][c] *= Op::xpow(to_op(px.v[c]), pm1);
 					lp_store_pack<T, V>(static_cast<T*>(myrows[e0 + e].dx) + j0, acc[e]);

@@ -86,6 +86,9 @@ func generate(root string, check bool) error {
 	if err != nil {
 		return err
 	}
+	if err := validateBuilds(); err != nil {
+		return err
+	}
 	outputs := map[string][]byte{}
 	for _, f := range families {
 		if err := f.validate(); err != nil {
