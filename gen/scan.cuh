@@ -154,7 +154,17 @@ struct NoFwd {
 	template <typename M> __device__ static M fwd_identity() { return M(0); }
 	template <typename M> __device__ static M fwd_value(M) { return M(0); }
 	template <typename M> __device__ static M fwd_combine(M a, M) { return a; }
+	template <typename M, int N> __device__ static M fold(const M (&)[N]) { return M(0); }
 };
+
+// fold_values combines the forward values of x[0..N) (in any order: the
+// forward combines are exact and commutative).
+template <typename Op, typename M, int N> __device__ __forceinline__ M fold_values(const M (&x)[N]) {
+	M m = Op::template fwd_identity<M>();
+#pragma unroll
+	for (int i = 0; i < N; ++i) m = Op::fwd_combine(m, Op::fwd_value(x[i]));
+	return m;
+}
 
 // cumsum: dx_k = sum_{j>=k} g_j (the reverse cumsum of dy).
 struct CumsumBw : NoFwd {
@@ -188,14 +198,22 @@ struct CumprodBw : StrongZero {
 	template <typename M> __device__ static M x_fill() { return M(1); }
 	template <typename M> __device__ static M fwd_value(M x) { return x == M(0) ? M(1) : M(0); }
 	template <typename M> __device__ static M fwd_combine(M a, M b) { return a > b ? a : b; }
+	template <typename M, int N> __device__ static M fold(const M (&x)[N]) { return fold_values<CumprodBw>(x); }
 	template <typename M> __device__ static M grad(M g) { return g; }
 	template <typename M> __device__ static void prep(M x, M, M yp, bool first, bool single, M f, M& a, M& c) {
 		a = x;
 		c = first ? M(1) : yp;
-		if (f != M(0)) c = M(0);
-		else if (!single && c != M(0) && !scan_finite(x)) c = scan_nan<M>();
+		const bool nan = !single & (c != M(0)) & !scan_finite(x);
+		c = f != M(0) ? M(0) : nan ? scan_nan<M>() : c;
 	}
 };
+
+__device__ __forceinline__ float scan_fmax(float a, float b) { return fmaxf(a, b); }
+__device__ __forceinline__ double scan_fmax(double a, double b) { return fmax(a, b); }
+__device__ __forceinline__ float scan_fmin(float a, float b) { return fminf(a, b); }
+__device__ __forceinline__ double scan_fmin(double a, double b) { return fmin(a, b); }
+__device__ __forceinline__ float bc_fma(float a, float b, float c) { return fmaf(a, b, c); }
+__device__ __forceinline__ double bc_fma(double a, double b, double c) { return fma(a, b, c); }
 
 // Running extremum with PyTorch's NaN rule: a NaN sticks; E > 0 max, else min.
 // The factors are 0 or 1 (a = 1 - c), so a run keeps them as one bit mask.
@@ -204,10 +222,33 @@ template <int E> struct ExtremumFwd {
 	template <typename M> __device__ static M fwd_identity() { return E > 0 ? -scan_inf<M>() : scan_inf<M>(); }
 	template <typename M> __device__ static M x_fill() { return fwd_identity<M>(); }
 	template <typename M> __device__ static M fwd_value(M x) { return x; }
-	template <typename M> __device__ static M fwd_combine(M m, M v) {
-		if (bc_isnan(m)) return m;
-		if (bc_isnan(v)) return v;
-		return E > 0 ? (v > m ? v : m) : (v < m ? v : m);
+	// fwd_combine takes v when it is NaN or reaches m (>= for max, <= for
+	// min): a NaN m compares false with a number, so it sticks. Ties take v,
+	// the same value (up to the sign of a zero, which no comparison sees).
+	// One form without branches: the compiler makes it two compares and a
+	// select, the same compares prep's take-over test makes.
+	template <typename M> __device__ static bool takes(M m, M v) {
+		return bc_isnan(v) | (E > 0 ? v >= m : v <= m);
+	}
+	template <typename M> __device__ static M fwd_combine(M m, M v) { return takes(m, v) ? v : m; }
+	// fold is the forward total of a run: two instructions per element
+	// (fmax or fmin, which skip NaN, and an fma that turns s into NaN at
+	// an inf or NaN), and the NaN test per element only where s says there
+	// may be one.
+	template <typename M, int N> __device__ static M fold(const M (&x)[N]) {
+		M m = fwd_identity<M>(), s = M(0);
+#pragma unroll
+		for (int i = 0; i < N; ++i) {
+			m = E > 0 ? scan_fmax(m, x[i]) : scan_fmin(m, x[i]);
+			s = bc_fma(x[i], M(0), s);
+		}
+		if (bc_isnan(s)) {
+			bool nan = false;
+#pragma unroll
+			for (int i = 0; i < N; ++i) nan = nan | bc_isnan(x[i]);
+			if (nan) m = scan_nan<M>();
+		}
+		return m;
 	}
 };
 
@@ -221,14 +262,25 @@ template <int E> struct CumExtBw : ExtremumFwd<E> {
 	template <typename M> __device__ static M mul(M a, M v) { return a != M(0) ? v : M(0); }
 	template <typename M> __device__ static M scale(M c, M s) { return c != M(0) ? s : M(0); }
 	template <typename M> __device__ static M grad(M g) { return g; }
+	// The factors are the bit t_k = take(f, x_k): c = t, a = 1 - t. x >= f
+	// is false for a NaN f, so a running NaN is never replaced by a number.
+	// ScanRun keeps the bits (MaskTake) rather than calling prep.
+	template <typename M> __device__ static bool take(M f, M x) { return ExtremumFwd<E>::takes(f, x); }
 	template <typename M> __device__ static void prep(M x, M, M, bool, bool, M f, M& a, M& c) {
-		const bool t = bc_isnan(x) || (!bc_isnan(f) && (E > 0 ? x >= f : x <= f));
-		a = t ? M(0) : M(1);
-		c = t ? M(1) : M(0);
+		a = take(f, x) ? M(0) : M(1);
+		c = M(1) - a;
 	}
 };
 typedef CumExtBw<1> CummaxBw;
 typedef CumExtBw<-1> CumminBw;
+
+// MaskTake calls Op::take for the mask ops only (the others have none).
+template <typename Op> struct MaskTake {
+	template <typename M> __device__ static bool take(M, M) { return false; }
+};
+template <int E> struct MaskTake<CumExtBw<E> > {
+	template <typename M> __device__ static bool take(M f, M x) { return CumExtBw<E>::take(f, x); }
+};
 template <typename T, int E> struct ScanItems<T, CumExtBw<E> > {
 	static constexpr int row = sizeof(T) == 2 ? 32 : 16, col = sizeof(T) == 8 ? 16 : 32;
 };
@@ -394,8 +446,6 @@ struct ScanRun {
 	int cnt, lo, hi;
 	bool rev;
 
-	__device__ __forceinline__ M fa(int i) const { return Op::mask_factors ? M((cm >> i & 1u) ^ 1u) : a[i]; }
-	__device__ __forceinline__ M fc(int i) const { return Op::mask_factors ? M(cm >> i & 1u) : c[i]; }
 
 	__device__ __forceinline__ void init(i64 k, int n, bool r) {
 		k0 = k;
@@ -419,11 +469,14 @@ struct ScanRun {
 		for (int i = 0; i < N; ++i) g[i] = Op::grad(g[i]);
 		if (Op::needs_x) load_x(x, L, off, vec);
 		if (Op::needs_y) {
-			load_run<T, N>(y, off[2], L.astride[2], k0, cnt, vec, yv, M(0));
-			flip(yv, rev);
+			// y before the run first: it also fills y past the run, so
+			// that in scan order the element before index i is i - 1 (or
+			// yb at i = 0) even where the run starts at lo > 0.
 			yb = M(0);
 			const i64 kb = rev ? k0 + cnt : k0 - 1;
 			if (cnt > 0 && kb >= 0 && kb < L.n) yb = to_op(scan_ld(y + off[2] + kb * L.astride[2]));
+			load_run<T, N>(y, off[2], L.astride[2], k0, cnt, vec, yv, yb);
+			flip(yv, rev);
 		}
 	}
 
@@ -436,46 +489,70 @@ struct ScanRun {
 	// forward combines are exact and commutative). Past the run x holds
 	// Op::x_fill, whose forward value changes nothing.
 	__device__ __forceinline__ M fwd_total() const {
-		M m = Op::template fwd_identity<M>();
-#pragma unroll
-		for (int i = 0; i < N; ++i) m = Op::fwd_combine(m, Op::fwd_value(xv[i]));
-		return m;
+		return Op::template fold<M, N>(xv);
+	}
+
+	// valid_mask has bit i set for the valid indices [lo, hi).
+	__device__ __forceinline__ unsigned valid_mask() const {
+		const unsigned below_hi = hi >= 32 ? 0xffffffffu : (1u << hi) - 1u;
+		const unsigned below_lo = lo >= 32 ? 0xffffffffu : (1u << lo) - 1u;
+		return below_hi & ~below_lo;
 	}
 
 	// prep sets a and c of every element, walking in scan order from the
-	// forward state f before the run.
+	// forward state f before the run. It has no branches: the factors of
+	// every index are computed, and outside [lo, hi) replaced by a = c = 1
+	// (a mask op: c = 0), which passes V through and leaves the forward
+	// state alone: there x holds Op::x_fill, the forward identity, g is 0
+	// and dx is not stored.
 	__device__ __forceinline__ void prep(M f, const ScanLayout& L) {
 		const bool single = L.n == 1;
 		// The slice's first element in scan order is index lo of the run
 		// that starts the slice.
 		const int ifirst = (rev ? k0 + cnt == L.n : k0 == 0) ? lo : -1;
+		const unsigned vm = valid_mask();
 		cm = 0;
 #pragma unroll
 		for (int i = 0; i < N; ++i) {
-			a[i] = M(1);
-			c[i] = M(0);
-			if (i >= lo && i < hi) {
-				const M yp = i > lo ? yv[i > 0 ? i - 1 : 0] : yb;
-				Op::prep(xv[i], yv[i], yp, i == ifirst, single, f, a[i], c[i]);
-				if (Op::mask_factors && c[i] != M(0)) cm |= 1u << i;
-				if (Op::fwd) f = Op::fwd_combine(f, Op::fwd_value(xv[i]));
+			const M yp = i > 0 ? yv[i > 0 ? i - 1 : 0] : yb;  // load filled y before lo with yb
+			M ai, ci;
+			if (Op::mask_factors) {
+				if (MaskTake<Op>::take(f, xv[i])) cm |= 1u << i;
+			} else {
+				Op::prep(xv[i], yv[i], yp, i == ifirst, single, f, ai, ci);
+				const bool v = (vm >> i & 1u) != 0;
+				a[i] = v ? ai : M(1);
+				c[i] = v ? ci : M(1);
 			}
+			if (Op::fwd) f = Op::fwd_combine(f, Op::fwd_value(xv[i]));
 		}
+		cm &= vm;
 	}
 
-	// plain_run tells whether every a of the run and every c of its valid
-	// elements is finite and nonzero. Then the strong-zero products are
-	// plain products (up to the sign of a zero result), which aggregate and
-	// finish use: the common case skips the zero tests.
+	// plain_run tells whether every a and c of the run is finite and
+	// nonzero (outside [lo, hi) both are 1). Then the strong-zero products
+	// are plain products (up to the sign of a zero result), which aggregate
+	// and finish use: the common case skips the zero tests.
 	__device__ __forceinline__ bool plain_run() const {
 		bool p = true;
 #pragma unroll
 		for (int i = 0; i < N; ++i) {
-			const bool fa_ok = a[i] != M(0) && scan_finite(a[i]);
-			const bool fc_ok = c[i] != M(0) && scan_finite(c[i]);
-			p = p && fa_ok && (fc_ok || i < lo || i >= hi);
+			p = p & (a[i] != M(0)) & scan_finite(a[i]) & (c[i] != M(0)) & scan_finite(c[i]);
 		}
 		return p;
+	}
+
+	// bit(m, i) is c_i of a mask op (a_i is its complement) from m = cm.
+	static __device__ __forceinline__ bool bit(unsigned m, int i) { return (m & (1u << i)) != 0u; }
+	// opaque_cm is cm through an empty asm, so that finish tests its bits
+	// afresh: left to share aggregate's tests, the compiler keeps one
+	// predicate per element alive across the scans, each in a register.
+	// f64 does not use it: there the fresh tests cost more registers
+	// (spills in the row kernel) than the kept predicates.
+	__device__ __forceinline__ unsigned opaque_cm() const {
+		unsigned m;
+		asm volatile("mov.b32 %0, %1;" : "=r"(m) : "r"(cm));
+		return m;
 	}
 
 	// aggregate composes the element maps of the run: V at its first
@@ -483,19 +560,35 @@ struct ScanRun {
 	// 0 and a = 1: those elements pass V through, so no test is needed.
 	__device__ __forceinline__ Aff<M> aggregate(bool plain) const {
 		Aff<M> acc = aff_identity<M>();
-		if (Op::strong && plain) {
+		if (Op::mask_factors) {
+			// a is 0 or 1: V at the first element is the sum of g up to
+			// the first index with c = 1, and passes V after the run
+			// through only when there is none.
+			M u = M(0);
+#pragma unroll
+			for (int i = N - 1; i >= 0; --i) u = bit(cm, i) ? M(0) : g[i] + u;
+			acc = Aff<M>{cm == 0u ? M(1) : M(0), u};
+		} else if (Op::strong && plain) {
 #pragma unroll
 			for (int i = N - 1; i >= 0; --i) acc = Aff<M>{a[i] * acc.a, a[i] * (g[i] + acc.u)};
 		} else {
 #pragma unroll
-			for (int i = N - 1; i >= 0; --i) acc = compose<Op>(Aff<M>{fa(i), Op::mul(fa(i), g[i])}, acc);
+			for (int i = N - 1; i >= 0; --i) acc = compose<Op>(Aff<M>{a[i], Op::mul(a[i], g[i])}, acc);
 		}
 		return acc;
 	}
 
 	// finish turns g into dx, given v = V after the run.
 	__device__ __forceinline__ void finish(M v, bool plain) {
-		if (Op::strong && plain) {
+		if (Op::mask_factors) {
+			const unsigned m = sizeof(M) == 4 ? opaque_cm() : cm;
+#pragma unroll
+			for (int i = N - 1; i >= 0; --i) {
+				const M s = g[i] + v;
+				g[i] = bit(m, i) ? s : M(0);
+				v = bit(m, i) ? M(0) : s;
+			}
+		} else if (Op::strong && plain) {
 #pragma unroll
 			for (int i = N - 1; i >= 0; --i) {
 				const M s = g[i] + v;
@@ -506,8 +599,8 @@ struct ScanRun {
 #pragma unroll
 			for (int i = N - 1; i >= 0; --i) {
 				const M s = g[i] + v;
-				g[i] = Op::scale(fc(i), s);
-				v = Op::mul(fa(i), s);
+				g[i] = Op::scale(c[i], s);
+				v = Op::mul(a[i], s);
 			}
 		}
 	}
