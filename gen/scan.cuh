@@ -60,6 +60,17 @@
 // on tiles with lower tickets, which are running or done. With a forward
 // state, two passes run first: phase 1 writes each tile's forward
 // aggregate, phase 2 turns them into exclusive prefixes per slice.
+//
+// cummax and cummin in the col mapping take another order (SCAN_EXT),
+// which reads x once rather than twice: tiles go in scan order and chain
+// the forward state through the look-back, and the carry is left out,
+// because it reaches only one element of a tile. With a = 0 at every
+// take-over, V after the tile stops at the tile's last take-over k* and
+// adds to dx there, and nowhere else. So each tile writes dx with V after
+// it taken as 0, and records its map and, where it has a take-over, k*
+// with the dx value there; SCAN_EXT_FIX then walks each slice's tile maps
+// from the end (one thread per slice) and rewrites dx at each k* with the
+// carry added.
 #pragma once
 #include "common.cuh"
 
@@ -67,7 +78,7 @@
 #define SCAN_WARPS 8
 #define SCAN_SRANK (BC_MAX_RANK - 1)
 
-enum { SCAN_MAIN = 0, SCAN_FWD_TILES = 1, SCAN_FWD_PREFIX = 2 };
+enum { SCAN_MAIN = 0, SCAN_FWD_TILES = 1, SCAN_FWD_PREFIX = 2, SCAN_EXT = 3, SCAN_EXT_FIX = 4 };
 
 // ScanLayout is passed by value (mirrored by scanLayout in ops/scan.go).
 struct ScanLayout {
@@ -77,7 +88,7 @@ struct ScanLayout {
 	i64 units;    // look-back units: slices (row) or 32-slice groups (col)
 	int srank;    // merged slice dims, 0..SCAN_SRANK
 	int reverse;  // the forward scan ran from the end of the axis
-	int phase;    // SCAN_MAIN, SCAN_FWD_TILES or SCAN_FWD_PREFIX
+	int phase;    // SCAN_MAIN, SCAN_FWD_TILES, SCAN_FWD_PREFIX, SCAN_EXT or SCAN_EXT_FIX
 	int split;    // row: threads per slice; col: warps along the axis
 	int items;    // col: elements per thread per tile (row: ScanItems::row)
 	int vec;      // row: every operand has unit stride along the axis
@@ -87,11 +98,19 @@ struct ScanLayout {
 	i64 sstride[4][SCAN_SRANK];  // dy, x, y, dx strides of the slice dims
 	i64 astride[4];              // dy, x, y, dx strides along the axis
 	i64 ws_flags;                // workspace byte offsets: tile flags,
-	i64 ws_agg;                  // tile maps, group values and
-	i64 ws_incl;                 // forward prefixes; the ticket counter
-	i64 ws_fwd;                  // is at offset 0
+	i64 ws_agg;                  // tile maps, values after them,
+	i64 ws_incl;                 // forward values and (SCAN_EXT) the
+	i64 ws_fwd;                  // take-over records; the ticket
+	i64 ws_fix;                  // counter is at offset 0
 };
-static_assert(sizeof(ScanLayout) == 488, "ScanLayout must match ops/scan.go");
+static_assert(sizeof(ScanLayout) == 496, "ScanLayout must match ops/scan.go");
+
+// FixRec is a tile's take-over record (SCAN_EXT): dx at its last take-over
+// k* without the carry, and k* as an offset in the tile.
+template <typename M> struct __align__(2 * sizeof(M)) FixRec {
+	M v;
+	int k;
+};
 
 // Elements per thread per tile, at most (a run): 16, 8 for f64, by default;
 // more where the registers allow it (cumsum, and cummax/cummin whose
@@ -407,20 +426,26 @@ template <typename M, int N> __device__ __forceinline__ void flip(M (&v)[N], boo
 	}
 }
 
-__device__ __forceinline__ void st_aff(Aff<float>* p, Aff<float> v) {
+// st_cg / ld_cg move workspace values through L2 (the tiles that read
+// them run on other SMs).
+__device__ __forceinline__ void st_cg(Aff<float>* p, Aff<float> v) {
 	__stcg(reinterpret_cast<float2*>(p), make_float2(v.a, v.u));
 }
-__device__ __forceinline__ void st_aff(Aff<double>* p, Aff<double> v) {
+__device__ __forceinline__ void st_cg(Aff<double>* p, Aff<double> v) {
 	__stcg(reinterpret_cast<double2*>(p), make_double2(v.a, v.u));
 }
-__device__ __forceinline__ Aff<float> ld_aff(const Aff<float>* p) {
+__device__ __forceinline__ Aff<float> ld_cg(const Aff<float>* p) {
 	const float2 r = __ldcg(reinterpret_cast<const float2*>(p));
 	return Aff<float>{r.x, r.y};
 }
-__device__ __forceinline__ Aff<double> ld_aff(const Aff<double>* p) {
+__device__ __forceinline__ Aff<double> ld_cg(const Aff<double>* p) {
 	const double2 r = __ldcg(reinterpret_cast<const double2*>(p));
 	return Aff<double>{r.x, r.y};
 }
+__device__ __forceinline__ void st_cg(float* p, float v) { __stcg(p, v); }
+__device__ __forceinline__ void st_cg(double* p, double v) { __stcg(p, v); }
+__device__ __forceinline__ float ld_cg(const float* p) { return __ldcg(p); }
+__device__ __forceinline__ double ld_cg(const double* p) { return __ldcg(p); }
 
 __device__ __forceinline__ unsigned ld_flag(const unsigned* p) { return *reinterpret_cast<const volatile unsigned*>(p); }
 __device__ __forceinline__ void st_flag(unsigned* p, unsigned v) { *reinterpret_cast<volatile unsigned*>(p) = v; }
@@ -649,31 +674,30 @@ __device__ __forceinline__ M warp_fwd_scan(M v, int lane, bool rev, M& total) {
 
 // ---- look-back -------------------------------------------------------------
 
-// lookback runs in warp 0 of a chunked tile: tile c (in carry order) of
-// look-back unit `unit`; lane l serves slice s (valid: has). Tile d
-// publishes its map agg(d) (flag 1) as soon as it has it, then V after it,
-// incl(d) = apply(agg(d), incl(d-1)) (flag 2), with incl(-1) = 0. The tile
-// walks back from c-1 to the nearest tile with flag 2 (waiting for flag 1
-// on the way) and folds the maps in between onto that tile's incl in
-// ascending order. That is exactly the sequential chain incl(c-1) =
-// apply(agg(c-1), apply(agg(c-2), ...)), whichever tile it stops at: the
-// same operations on the same values in the same order, so the result is
-// bit-stable however the tiles are timed. Returns V after the tile (V_in).
-template <typename Op, typename M>
-__device__ __forceinline__ M lookback(unsigned char* ws, const ScanLayout& L, i64 c, i64 unit, i64 s, bool has,
-		Aff<M> tot) {
+// chain_lookback runs in warp 0 of a chunked tile: tile c (in ticket
+// order) of one look-back unit (flags: tile d's flag at [d * units]); lane
+// l serves slice s (valid: has), whose tile values are agg[d * nslices]
+// and incl[d * nslices]. Tile d publishes its value agg(d) (flag 1) as
+// soon as it has it, then incl(d) = fold(agg(d), incl(d-1)) (flag 2), with
+// incl(-1) = v0. The tile walks back from c-1 to the nearest tile with
+// flag 2 (waiting for flag 1 on the way) and folds the values in between
+// onto that tile's incl in ascending order. That is exactly the sequential
+// chain incl(c-1) = fold(agg(c-1), fold(agg(c-2), ...)), whichever tile it
+// stops at: the same operations on the same values in the same order, so
+// the result is bit-stable however the tiles are timed. Returns incl(c-1)
+// and publishes fold(tot, it) unless c is the last tile.
+template <typename A, typename M, typename F>
+__device__ __forceinline__ M chain_lookback(unsigned* flags, A* agg, M* incl, const ScanLayout& L, i64 c, bool has,
+		A tot, M v0, F fold) {
 	const int lane = threadIdx.x & 31;
-	unsigned* flags = reinterpret_cast<unsigned*>(ws + L.ws_flags) + unit;  // tile d at [d * units]
-	Aff<M>* agg = reinterpret_cast<Aff<M>*>(ws + L.ws_agg) + s;           // tile d at [d * nslices]
-	M* incl = reinterpret_cast<M*>(ws + L.ws_incl) + s;
 	const bool last = c + 1 == L.chunks;  // nobody reads the last tile
 	if (c > 0 && !last) {
-		if (has) st_aff(agg + c * L.nslices, tot);
+		if (has) st_cg(agg + c * L.nslices, tot);
 		fence_gpu();
 		__syncwarp();
 		if (lane == 0) st_flag(flags + c * L.units, 1u);
 	}
-	// Find the nearest tile d0 < c with flag 2 (d0 = -1: the start, V = 0),
+	// Find the nearest tile d0 < c with flag 2 (d0 = -1: the start, v0),
 	// 32 tiles per step: lane j looks at tile top - j.
 	i64 top = c - 1, d0 = -1;
 	while (top >= 0) {
@@ -684,7 +708,7 @@ __device__ __forceinline__ M lookback(unsigned char* ws, const ScanLayout& L, i6
 		const unsigned below = two ? (two & (0u - two)) - 1u : 0xffffffffu;  // lanes before the first 2
 		if (zero & below) {
 			__nanosleep(64);
-			continue;  // a tile on the way has not published its map yet
+			continue;  // a tile on the way has not published its value yet
 		}
 		if (two) {
 			d0 = top - (__ffs(two) - 1);
@@ -693,18 +717,47 @@ __device__ __forceinline__ M lookback(unsigned char* ws, const ScanLayout& L, i6
 		top -= 32;
 	}
 	fence_gpu();
-	M v = M(0);
+	M v = v0;
 	if (has) {
-		if (d0 >= 0) v = __ldcg(incl + d0 * L.nslices);
-		for (i64 d = d0 + 1; d < c; ++d) v = apply<Op>(ld_aff(agg + d * L.nslices), v);
+		if (d0 >= 0) v = ld_cg(incl + d0 * L.nslices);
+		for (i64 d = d0 + 1; d < c; ++d) v = fold(ld_cg(agg + d * L.nslices), v);
 	}
 	if (!last) {
-		if (has) __stcg(incl + c * L.nslices, apply<Op>(tot, v));
+		if (has) st_cg(incl + c * L.nslices, fold(tot, v));
 		fence_gpu();
 		__syncwarp();
 		if (lane == 0) st_flag(flags + c * L.units, 2u);
 	}
 	return v;
+}
+
+// ApplyFold and FwdFold are chain_lookback's folds: the backward carry
+// (tile maps applied to V) and the forward state (exact combines).
+template <typename Op> struct ApplyFold {
+	template <typename M> __device__ M operator()(Aff<M> a, M v) const { return apply<Op>(a, v); }
+};
+template <typename Op> struct FwdFold {
+	template <typename M> __device__ M operator()(M a, M v) const { return Op::fwd_combine(v, a); }
+};
+
+// lookback chains the backward carry: tile c in carry order, tot its map;
+// returns V after the tile (V_in).
+template <typename Op, typename M>
+__device__ __forceinline__ M lookback(unsigned char* ws, const ScanLayout& L, i64 c, i64 unit, i64 s, bool has,
+		Aff<M> tot) {
+	return chain_lookback(reinterpret_cast<unsigned*>(ws + L.ws_flags) + unit,
+			reinterpret_cast<Aff<M>*>(ws + L.ws_agg) + s, reinterpret_cast<M*>(ws + L.ws_incl) + s, L, c, has,
+			tot, M(0), ApplyFold<Op>());
+}
+
+// fwd_lookback chains the forward state instead (the ext order: tile c in
+// scan order, tot its forward total); returns the state before the tile.
+template <typename Op, typename M>
+__device__ __forceinline__ M fwd_lookback(unsigned char* ws, const ScanLayout& L, i64 c, i64 unit, i64 s, bool has,
+		M tot) {
+	return chain_lookback(reinterpret_cast<unsigned*>(ws + L.ws_flags) + unit,
+			reinterpret_cast<M*>(ws + L.ws_fwd) + s, reinterpret_cast<M*>(ws + L.ws_incl) + s, L, c, has, tot,
+			Op::template fwd_identity<M>(), FwdFold<Op>());
 }
 
 __device__ __forceinline__ i64 scan_ticket(unsigned char* ws) {
@@ -871,6 +924,49 @@ __device__ __forceinline__ void scan_backward_row(const T* __restrict__ dy, cons
 	r.store(dx, L, off, vec);
 }
 
+// scan_ext_fix (SCAN_EXT_FIX): one thread per slice walks the tile maps
+// from the end of the slice in scan order, V after each tile, and where a
+// tile has a take-over (a = 0) rewrites dx at its k* with V added. Maps
+// are read eight tiles at a time, and records only where needed.
+template <typename T, typename Op>
+__device__ __forceinline__ void scan_ext_fix(T* __restrict__ dx, const unsigned char* __restrict__ ws,
+		const ScanLayout& L) {
+	typedef typename OpMath<T>::type M;
+	const i64 s = (i64)blockIdx.x * SCAN_THREADS + threadIdx.x;
+	if (s >= L.nslices) return;
+	const Aff<M>* agg = reinterpret_cast<const Aff<M>*>(ws + L.ws_agg) + s;
+	const FixRec<M>* fix = reinterpret_cast<const FixRec<M>*>(ws + L.ws_fix) + s;
+	i64 off[4];
+	scan_slice_offsets(L, s, off);
+	const bool rev = L.reverse != 0;
+	const i64 tile = (i64)L.split * L.items;
+	M v = M(0);
+	for (i64 c0 = L.chunks - 1; c0 >= 0; c0 -= 8) {
+		Aff<M> m[8];
+		FixRec<M> rec[8];
+#pragma unroll
+		for (int i = 0; i < 8; ++i) {
+			m[i] = aff_identity<M>();
+			if (c0 - i >= 0) m[i] = agg[(c0 - i) * L.nslices];
+		}
+#pragma unroll
+		for (int i = 0; i < 8; ++i) {
+			rec[i] = FixRec<M>{M(0), 0};
+			if (c0 - i >= 0 && m[i].a == M(0)) rec[i] = fix[(c0 - i) * L.nslices];
+		}
+#pragma unroll
+		for (int i = 0; i < 8; ++i) {
+			if (c0 - i >= 0) {
+				if (m[i].a == M(0) && v != M(0)) {
+					const i64 q = rev ? L.chunks - 1 - (c0 - i) : c0 - i;
+					dx[off[3] + (q * tile + rec[i].k) * L.astride[3]] = from_op<T>(rec[i].v + v);
+				}
+				v = apply<Op>(m[i], v);
+			}
+		}
+	}
+}
+
 // ---- col mapping -----------------------------------------------------------
 
 template <typename T, typename Op>
@@ -886,6 +982,12 @@ __device__ __forceinline__ void scan_backward_col(const T* __restrict__ dy, cons
 		scan_fwd_prefix<T, Op>(ws, L);
 		return;
 	}
+	if (L.phase == SCAN_EXT_FIX) {
+		if (Op::mask_factors) scan_ext_fix<T, Op>(dx, ws, L);
+		return;
+	}
+	// SCAN_EXT (mask ops, chunked): tiles in scan order, see the top.
+	const bool ext = Op::mask_factors && L.phase == SCAN_EXT;
 	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
 	const bool rev = L.reverse != 0;
 	const int split = L.split;  // warps along the axis: 1..8
@@ -903,7 +1005,7 @@ __device__ __forceinline__ void scan_backward_col(const T* __restrict__ dy, cons
 		const i64 t = scan_ticket(ws);
 		c = t / L.units;
 		unit = t - c * L.units;
-		q = rev ? c : L.chunks - 1 - c;
+		q = rev != ext ? c : L.chunks - 1 - c;  // c counts in carry order, or scan order (ext)
 	} else {
 		unit = (i64)blockIdx.x * (SCAN_WARPS / split) + cgi;
 	}
@@ -937,9 +1039,20 @@ __device__ __forceinline__ void scan_backward_col(const T* __restrict__ dy, cons
 	r.load(dy, x, y, L, off, false);
 	M f = Op::template fwd_identity<M>();
 	if (Op::fwd) {
-		if (chunked && has) f = __ldcg(&fwdbuf[q * L.nslices + s]);
+		if (chunked && has && !ext) f = __ldcg(&fwdbuf[q * L.nslices + s]);
 		s_fwd[warp][lane] = r.fwd_total();
 		__syncthreads();
+		if (ext) {
+			// The forward state before the tile (chunked: one column
+			// group of split = 8 warps per block).
+			if (warp == 0) {
+				M tot = s_fwd[0][lane];
+				for (int w = 1; w < split; ++w) tot = Op::fwd_combine(tot, s_fwd[w][lane]);
+				s_vin[lane] = fwd_lookback<Op, M>(ws, L, c, unit, s, has, tot);
+			}
+			__syncthreads();
+			f = s_vin[lane];
+		}
 		if (rev) {
 			for (int w = split - 1; w > wr; --w) f = Op::fwd_combine(f, s_fwd[w0 + w][lane]);
 		} else {
@@ -952,21 +1065,46 @@ __device__ __forceinline__ void scan_backward_col(const T* __restrict__ dy, cons
 	s_aff[warp][lane] = r.aggregate(plain);
 	__syncthreads();
 	M v = M(0);
-	if (chunked) {
-		if (warp == 0) {
-			Aff<M> tot = aff_identity<M>();
-			for (int i = 0; i < split; ++i) tot = compose<Op>(s_aff[rev ? i : split - 1 - i][lane], tot);
+	if (chunked && warp == 0) {
+		Aff<M> tot = aff_identity<M>();
+		for (int i = 0; i < split; ++i) tot = compose<Op>(s_aff[rev ? i : split - 1 - i][lane], tot);
+		if (ext) {
+			// The tile's map, for SCAN_EXT_FIX (the next launch).
+			if (has) reinterpret_cast<Aff<M>*>(ws + L.ws_agg)[c * L.nslices + s] = tot;
+		} else {
 			s_vin[lane] = lookback<Op, M>(ws, L, c, unit, s, has, tot);
 		}
+	}
+	if (chunked && !ext) {
 		__syncthreads();
 		v = s_vin[lane];
 	}
+	// V after this warp: the warps upstream of it applied, farthest first;
+	// later: one of them has a take-over (a mask op's a = 0).
+	bool later = false;
 	if (rev) {
-		for (int w = 0; w < wr; ++w) v = apply<Op>(s_aff[w0 + w][lane], v);
+		for (int w = 0; w < wr; ++w) {
+			v = apply<Op>(s_aff[w0 + w][lane], v);
+			later = later | (s_aff[w0 + w][lane].a == M(0));
+		}
 	} else {
-		for (int w = split - 1; w > wr; --w) v = apply<Op>(s_aff[w0 + w][lane], v);
+		for (int w = split - 1; w > wr; --w) {
+			v = apply<Op>(s_aff[w0 + w][lane], v);
+			later = later | (s_aff[w0 + w][lane].a == M(0));
+		}
 	}
 	r.finish(v, plain);
+	if (ext && has && r.cm != 0u && !later) {
+		// This run holds the tile's last take-over k*: record dx there.
+		constexpr int N = ScanItems<T, Op>::col;
+		const int is = 31 - __clz(r.cm);  // its index in scan order
+		M part = M(0);
+#pragma unroll
+		for (int i = 0; i < N; ++i)
+			if (i == is) part = r.g[i];
+		const i64 k = rev ? k0 + (N - 1 - is) : k0 + is;
+		reinterpret_cast<FixRec<M>*>(ws + L.ws_fix)[c * L.nslices + s] = FixRec<M>{part, (int)(k - tk0)};
+	}
 	scan_slice_offsets(L, has ? s : 0, off);
 	r.store(dx, L, off, false);
 }

@@ -17,7 +17,7 @@ var scanFamily = Family{
 		ptrParam("y", "const T* __restrict__"),
 		ptrParam("dx", "T* __restrict__"),
 		ptrParam("ws", "void* __restrict__"),
-		{Name: "L", C: "ScanLayout", PTX: "b8", Size: 488, Align: 8},
+		{Name: "L", C: "ScanLayout", PTX: "b8", Size: 496, Align: 8},
 	},
 	DTypes: allDTypes,
 	Ops: []Op{

@@ -146,7 +146,11 @@ type ScanBackward struct {
 // A slice longer than one tile (row: 256*rowN, col: 8*colN elements) is cut
 // into chunks tiles that chain through the workspace (a decoupled look-back
 // in one kernel); with a forward state two passes (tile aggregates, then
-// their prefixes) run first.
+// their prefixes) run first. cummax and cummin in the col mapping (ext)
+// chain the forward state through the look-back instead, tiles in scan
+// order, and a pass after the kernel adds the carry at each tile's last
+// take-over (gen/scan.cuh explains why that is the only element it
+// reaches): x is read once.
 type scanGeom struct {
 	row     bool
 	split   int32
@@ -155,6 +159,7 @@ type scanGeom struct {
 	nslices int64
 	chunks  int64
 	units   int64 // look-back units: slices (row) or 32-slice groups (col)
+	ext     bool  // cummax/cummin, col, chunked: the scan-order kernel and its fix pass
 	grid    int64 // blocks of the main launch (and of the tile-aggregate pass)
 	ws      scanWorkspace
 }
@@ -163,7 +168,7 @@ type scanGeom struct {
 // a flag per tile and unit, then (not zeroed) per tile and slice the
 // tile's map, the value after it and its forward prefix.
 type scanWorkspace struct {
-	flags, zero, agg, incl, fwd, size int64
+	flags, zero, agg, incl, fwd, fix, size int64
 }
 
 // scanItems mirrors ScanItems in gen/scan.cuh: elements per thread per
@@ -247,6 +252,7 @@ func newScanGeom(op ScanOp, dt dtype.DType, shape []int, axis int, numel int64) 
 		if dt == dtype.F64 {
 			msize = 8
 		}
+		g.ext = !g.row && (op == ScanCummax || op == ScanCummin)
 		w := &g.ws
 		w.flags = 16
 		w.zero = scanAlign16(w.flags + g.chunks*g.units*4)
@@ -256,6 +262,11 @@ func newScanGeom(op ScanOp, dt dtype.DType, shape []int, axis int, numel int64) 
 		w.size = w.fwd
 		if op.forwardState() {
 			w.size = scanAlign16(w.fwd + g.chunks*g.nslices*msize)
+		}
+		if g.ext {
+			// A take-over record per tile and slice: dx there and k*.
+			w.fix = w.size
+			w.size = scanAlign16(w.fix + g.chunks*g.nslices*2*msize)
 		}
 	}
 	return g
@@ -437,14 +448,17 @@ type scanLayout struct {
 	sstride                   [4][MaxRank - 1]int64 // dy, x, y, dx
 	astride                   [4]int64
 	wsFlags, wsAgg, wsIncl    int64
-	wsFwd                     int64
+	wsFwd, wsFix              int64
 }
 
-// Kernel phases (SCAN_MAIN, SCAN_FWD_TILES, SCAN_FWD_PREFIX).
+// Kernel phases (SCAN_MAIN, SCAN_FWD_TILES, SCAN_FWD_PREFIX, SCAN_EXT,
+// SCAN_EXT_FIX).
 const (
 	scanMain      = 0
 	scanFwdTiles  = 1
 	scanFwdPrefix = 2
+	scanExt       = 3
+	scanExtFix    = 4
 )
 
 // layout fills L for the args' strides: the slice dims (every dim but the
@@ -454,7 +468,7 @@ func (p *ScanBackward) layout(a *ScanArgs, L *scanLayout) {
 	g := &p.geom
 	*L = scanLayout{n: g.n, nslices: g.nslices, chunks: g.chunks, units: g.units,
 		split: g.split, items: g.items, phase: scanMain,
-		wsFlags: g.ws.flags, wsAgg: g.ws.agg, wsIncl: g.ws.incl, wsFwd: g.ws.fwd}
+		wsFlags: g.ws.flags, wsAgg: g.ws.agg, wsIncl: g.ws.incl, wsFwd: g.ws.fwd, wsFix: g.ws.fix}
 	if p.desc.Reverse {
 		L.reverse = 1
 	}
@@ -514,8 +528,9 @@ func (p *ScanBackward) layout(a *ScanArgs, L *scanLayout) {
 
 // Run validates args and enqueues the backward on s: with a workspace, a
 // memset of its flags, two forward-state passes for cumprod, cummax and
-// cummin, then the scan kernel. It never allocates device memory, copies
-// from the host or synchronizes.
+// cummin, then the scan kernel (ext: the scan-order kernel, then its fix
+// pass). It never allocates device memory, copies from the host or
+// synchronizes.
 func (p *ScanBackward) Run(s *driver.Stream, a *ScanArgs) error {
 	if s == nil {
 		return p.id.errorf(ErrNilStream, "Run needs a stream")
@@ -536,6 +551,14 @@ func (p *ScanBackward) Run(s *driver.Stream, a *ScanArgs) error {
 	if g.chunks > 1 {
 		if err := s.MemsetD8Async(a.Workspace.Slice(0, g.ws.zero), 0); err != nil {
 			return err
+		}
+		if g.ext {
+			L.phase = scanExt
+			if err := p.launch(lf, s, a, &L, g.grid); err != nil {
+				return err
+			}
+			L.phase = scanExtFix
+			return p.launch(lf, s, a, &L, scanCeil(g.nslices, scanBlock))
 		}
 		if p.desc.Op.forwardState() {
 			L.phase = scanFwdTiles

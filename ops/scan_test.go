@@ -19,14 +19,17 @@ func init() {
 }
 
 func TestScanLayoutSize(t *testing.T) {
-	if s := unsafe.Sizeof(scanLayout{}); s != 488 {
-		t.Fatalf("scanLayout is %d bytes; ScanLayout in gen/scan.cuh is 488", s)
+	if s := unsafe.Sizeof(scanLayout{}); s != 496 {
+		t.Fatalf("scanLayout is %d bytes; ScanLayout in gen/scan.cuh is 496", s)
 	}
 	if o := unsafe.Offsetof(scanLayout{}.sstride); o != 200 {
 		t.Errorf("sstride at offset %d, want 200", o)
 	}
 	if o := unsafe.Offsetof(scanLayout{}.wsFwd); o != 480 {
 		t.Errorf("wsFwd at offset %d, want 480", o)
+	}
+	if o := unsafe.Offsetof(scanLayout{}.wsFix); o != 488 {
+		t.Errorf("wsFix at offset %d, want 488", o)
 	}
 }
 
@@ -144,13 +147,23 @@ func TestScanGeometry(t *testing.T) {
 			t.Errorf("%s %v: %d chunks but a workspace of %d bytes", c.op, c.shape, g.chunks, p.WorkspaceSize())
 		}
 	}
-	// The workspace of the chained bench case: flags, maps, group values
-	// and the forward prefixes of cummax.
+	// The workspace of the chained bench case: flags, maps, forward values
+	// and (ext) the take-over records of cummax.
 	p, _ := NewScanBackward(ScanDesc{Op: ScanCummax, DType: dtype.F32, Shape: []int{4096, 4096}})
 	w := p.geom.ws
-	if w.flags != 16 || w.zero != 16+16*128*4 || w.agg != w.zero || w.incl != w.agg+16*4096*8 ||
-		w.fwd != w.incl+16*4096*4 || w.size != w.fwd+16*4096*4 {
-		t.Errorf("workspace layout %+v", w)
+	if !p.geom.ext || w.flags != 16 || w.zero != 16+16*128*4 || w.agg != w.zero || w.incl != w.agg+16*4096*8 ||
+		w.fwd != w.incl+16*4096*4 || w.fix != w.fwd+16*4096*4 || w.size != w.fix+16*4096*8 {
+		t.Errorf("workspace layout %+v (ext %v)", w, p.geom.ext)
+	}
+	// cumprod keeps the forward passes; cummax along rows too.
+	for _, d := range []ScanDesc{
+		{Op: ScanCumprod, DType: dtype.F32, Shape: []int{4096, 4096}},
+		{Op: ScanCummax, DType: dtype.F32, Shape: []int{3, 100000}, Axis: 1},
+	} {
+		p, _ := NewScanBackward(d)
+		if w := p.geom.ws; p.geom.ext || p.geom.chunks < 2 || w.fix != 0 || w.size != scanAlign16(w.fwd+p.geom.chunks*p.geom.nslices*4) {
+			t.Errorf("%s %v: workspace layout %+v (ext %v)", d.Op, d.Shape, w, p.geom.ext)
+		}
 	}
 	if e, _ := NewScanBackward(ScanDesc{Op: ScanCumsum, DType: dtype.F32, Shape: []int{0, 5000}, Axis: 1}); e.WorkspaceSize() != 0 {
 		t.Error("an empty tensor needs a workspace")
