@@ -414,6 +414,43 @@ __device__ __forceinline__ void store_run(T* __restrict__ p, i64 base, i64 st, i
 	}
 }
 
+// load_scan and store_scan move a run like load_run and store_run without
+// packs, but in scan order: with rev the pointer steps backwards from the
+// run's last element, so no registers need reversing (a flip is a select
+// per element when rev is a run-time flag). Index i is element k0 + i, or
+// k0 + N-1-i with rev; the valid indices are those of ScanRun::init.
+template <typename T, int N>
+__device__ __forceinline__ void load_scan(const T* __restrict__ p, i64 base, i64 st, i64 k0, int cnt, bool rev,
+		typename OpMath<T>::type (&v)[N], typename OpMath<T>::type fill) {
+	const T* q = p + base + (k0 + (rev ? N - 1 : 0)) * st;
+	const i64 step = rev ? -st : st;
+	if (cnt == N) {
+#pragma unroll
+		for (int i = 0; i < N; ++i, q += step) v[i] = to_op(scan_ld(q));
+	} else {
+#pragma unroll
+		for (int i = 0; i < N; ++i, q += step) {
+			v[i] = fill;
+			if (rev ? i >= N - cnt : i < cnt) v[i] = to_op(scan_ld(q));
+		}
+	}
+}
+
+template <typename T, int N>
+__device__ __forceinline__ void store_scan(T* __restrict__ p, i64 base, i64 st, i64 k0, int cnt, bool rev,
+		const typename OpMath<T>::type (&v)[N]) {
+	T* q = p + base + (k0 + (rev ? N - 1 : 0)) * st;
+	const i64 step = rev ? -st : st;
+	if (cnt == N) {
+#pragma unroll
+		for (int i = 0; i < N; ++i, q += step) *q = from_op<T>(v[i]);
+	} else {
+#pragma unroll
+		for (int i = 0; i < N; ++i, q += step)
+			if (rev ? i >= N - cnt : i < cnt) *q = from_op<T>(v[i]);
+	}
+}
+
 // flip reverses v in place when rev: memory order <-> scan order.
 template <typename M, int N> __device__ __forceinline__ void flip(M (&v)[N], bool rev) {
 	if (rev) {
@@ -459,8 +496,9 @@ __device__ __forceinline__ void fence_gpu() { asm volatile("fence.acq_rel.gpu;" 
 
 // ScanRun holds a thread's cnt consecutive elements k0.. of one slice.
 // After load the arrays are in scan order: index i is element k0 + i, or
-// with rev element k0 + N-1-i, and the valid indices are [lo, hi).
-template <typename T, typename Op, int N>
+// with rev element k0 + N-1-i, and the valid indices are [lo, hi). Col:
+// the run belongs to the col mapping (no packs).
+template <typename T, typename Op, int N, bool Col>
 struct ScanRun {
 	typedef typename OpMath<T>::type M;
 	M g[N], a[N], c[N];  // a and c unused with Op::mask_factors
@@ -480,16 +518,26 @@ struct ScanRun {
 		hi = r ? N : n;
 	}
 
+	// get loads one operand's run in scan order: the col mapping (vec
+	// false) with load_scan, the row mapping with load_run and a flip
+	// (load_scan there measured 2-3 points slower on H100).
+	__device__ __forceinline__ void get(const T* __restrict__ p, i64 base, i64 st, bool vec, M (&v)[N], M fill) {
+		if (Col) {
+			load_scan<T, N>(p, base, st, k0, cnt, rev, v, fill);
+		} else {
+			load_run<T, N>(p, base, st, k0, cnt, vec, v, fill);
+			flip(v, rev);
+		}
+	}
+
 	__device__ __forceinline__ void load_x(const T* __restrict__ x, const ScanLayout& L, const i64 (&off)[4], bool vec) {
-		load_run<T, N>(x, off[1], L.astride[1], k0, cnt, vec, xv, Op::template x_fill<M>());
-		flip(xv, rev);
+		get(x, off[1], L.astride[1], vec, xv, Op::template x_fill<M>());
 	}
 
 	// load reads dy, and x and y where the op needs them.
 	__device__ __forceinline__ void load(const T* __restrict__ dy, const T* __restrict__ x, const T* __restrict__ y,
 			const ScanLayout& L, const i64 (&off)[4], bool vec) {
-		load_run<T, N>(dy, off[0], L.astride[0], k0, cnt, vec, g, M(0));
-		flip(g, rev);
+		get(dy, off[0], L.astride[0], vec, g, M(0));
 #pragma unroll
 		for (int i = 0; i < N; ++i) g[i] = Op::grad(g[i]);
 		if (Op::needs_x) load_x(x, L, off, vec);
@@ -500,14 +548,17 @@ struct ScanRun {
 			yb = M(0);
 			const i64 kb = rev ? k0 + cnt : k0 - 1;
 			if (cnt > 0 && kb >= 0 && kb < L.n) yb = to_op(scan_ld(y + off[2] + kb * L.astride[2]));
-			load_run<T, N>(y, off[2], L.astride[2], k0, cnt, vec, yv, yb);
-			flip(yv, rev);
+			get(y, off[2], L.astride[2], vec, yv, yb);
 		}
 	}
 
 	__device__ __forceinline__ void store(T* __restrict__ dx, const ScanLayout& L, const i64 (&off)[4], bool vec) {
-		flip(g, rev);
-		store_run<T, N>(dx, off[3], L.astride[3], k0, cnt, vec, g);
+		if (Col) {
+			store_scan<T, N>(dx, off[3], L.astride[3], k0, cnt, rev, g);
+		} else {
+			flip(g, rev);
+			store_run<T, N>(dx, off[3], L.astride[3], k0, cnt, vec, g);
+		}
 	}
 
 	// fwd_total combines the forward values of the run (in any order: the
@@ -816,7 +867,7 @@ __device__ __forceinline__ void scan_backward_row(const T* __restrict__ dy, cons
 		const T* __restrict__ y, T* __restrict__ dx, void* __restrict__ wsp, const ScanLayout& L) {
 	typedef typename OpMath<T>::type M;
 	constexpr int N = ScanItems<T, Op>::row;
-	typedef ScanRun<T, Op, N> Run;
+	typedef ScanRun<T, Op, N, false> Run;
 	__shared__ Aff<M> s_aff[SCAN_WARPS];
 	__shared__ M s_fwd[SCAN_WARPS];
 	__shared__ M s_vin;
@@ -973,7 +1024,7 @@ template <typename T, typename Op>
 __device__ __forceinline__ void scan_backward_col(const T* __restrict__ dy, const T* __restrict__ x,
 		const T* __restrict__ y, T* __restrict__ dx, void* __restrict__ wsp, const ScanLayout& L) {
 	typedef typename OpMath<T>::type M;
-	typedef ScanRun<T, Op, ScanItems<T, Op>::col> Run;
+	typedef ScanRun<T, Op, ScanItems<T, Op>::col, true> Run;
 	__shared__ Aff<M> s_aff[SCAN_WARPS][32];
 	__shared__ M s_fwd[SCAN_WARPS][32];
 	__shared__ M s_vin[32];
