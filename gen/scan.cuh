@@ -231,8 +231,8 @@ __device__ __forceinline__ float scan_fmax(float a, float b) { return fmaxf(a, b
 __device__ __forceinline__ double scan_fmax(double a, double b) { return fmax(a, b); }
 __device__ __forceinline__ float scan_fmin(float a, float b) { return fminf(a, b); }
 __device__ __forceinline__ double scan_fmin(double a, double b) { return fmin(a, b); }
-__device__ __forceinline__ float bc_fma(float a, float b, float c) { return fmaf(a, b, c); }
-__device__ __forceinline__ double bc_fma(double a, double b, double c) { return fma(a, b, c); }
+__device__ __forceinline__ float scan_fma(float a, float b, float c) { return fmaf(a, b, c); }
+__device__ __forceinline__ double scan_fma(double a, double b, double c) { return fma(a, b, c); }
 
 // Running extremum with PyTorch's NaN rule: a NaN sticks; E > 0 max, else min.
 // The factors are 0 or 1 (a = 1 - c), so a run keeps them as one bit mask.
@@ -259,7 +259,7 @@ template <int E> struct ExtremumFwd {
 #pragma unroll
 		for (int i = 0; i < N; ++i) {
 			m = E > 0 ? scan_fmax(m, x[i]) : scan_fmin(m, x[i]);
-			s = bc_fma(x[i], M(0), s);
+			s = scan_fma(x[i], M(0), s);
 		}
 		if (bc_isnan(s)) {
 			bool nan = false;
@@ -363,6 +363,38 @@ template <> __device__ __forceinline__ __nv_bfloat16 scan_ld(const __nv_bfloat16
 	return v;
 }
 
+// load_steps reads N elements from q on, the pointer stepping by step,
+// into v, fill where the index is not valid (rev: i >= N - cnt, else i <
+// cnt); store_steps writes the valid ones back. A full run (cnt == N)
+// needs no per-element test.
+template <typename T, int N>
+__device__ __forceinline__ void load_steps(const T* __restrict__ q, i64 step, int cnt, bool rev,
+		typename OpMath<T>::type (&v)[N], typename OpMath<T>::type fill) {
+	if (cnt == N) {
+#pragma unroll
+		for (int i = 0; i < N; ++i, q += step) v[i] = to_op(scan_ld(q));
+	} else {
+#pragma unroll
+		for (int i = 0; i < N; ++i, q += step) {
+			v[i] = fill;
+			if (rev ? i >= N - cnt : i < cnt) v[i] = to_op(scan_ld(q));
+		}
+	}
+}
+
+template <typename T, int N>
+__device__ __forceinline__ void store_steps(T* __restrict__ q, i64 step, int cnt, bool rev,
+		const typename OpMath<T>::type (&v)[N]) {
+	if (cnt == N) {
+#pragma unroll
+		for (int i = 0; i < N; ++i, q += step) *q = from_op<T>(v[i]);
+	} else {
+#pragma unroll
+		for (int i = 0; i < N; ++i, q += step)
+			if (rev ? i >= N - cnt : i < cnt) *q = from_op<T>(v[i]);
+	}
+}
+
 // load_run reads cnt <= N elements k0, k0+1, ... of one slice of p (element
 // 0 at base, axis stride st) into v in memory order, fill past cnt; with
 // vec (unit stride) and a full, 16-byte aligned run it uses 128-bit loads.
@@ -378,16 +410,8 @@ __device__ __forceinline__ void load_run(const T* __restrict__ p, i64 base, i64 
 #pragma unroll
 			for (int e = 0; e < P; ++e) v[i * P + e] = to_op(pk.v[e]);
 		}
-	} else if (cnt == N) {
-		// A full run needs no per-element test; the pointer steps by st.
-#pragma unroll
-		for (int j = 0; j < N; ++j, q += st) v[j] = to_op(scan_ld(q));
 	} else {
-#pragma unroll
-		for (int j = 0; j < N; ++j, q += st) {
-			v[j] = fill;
-			if (j < cnt) v[j] = to_op(scan_ld(q));
-		}
+		load_steps<T, N>(q, st, cnt, false, v, fill);
 	}
 }
 
@@ -404,13 +428,8 @@ __device__ __forceinline__ void store_run(T* __restrict__ p, i64 base, i64 st, i
 			for (int e = 0; e < P; ++e) pk.v[e] = from_op<T>(v[i * P + e]);
 			store_pack(q + i * P, pk);
 		}
-	} else if (cnt == N) {
-#pragma unroll
-		for (int j = 0; j < N; ++j, q += st) *q = from_op<T>(v[j]);
 	} else {
-#pragma unroll
-		for (int j = 0; j < N; ++j, q += st)
-			if (j < cnt) *q = from_op<T>(v[j]);
+		store_steps<T, N>(q, st, cnt, false, v);
 	}
 }
 
@@ -422,33 +441,13 @@ __device__ __forceinline__ void store_run(T* __restrict__ p, i64 base, i64 st, i
 template <typename T, int N>
 __device__ __forceinline__ void load_scan(const T* __restrict__ p, i64 base, i64 st, i64 k0, int cnt, bool rev,
 		typename OpMath<T>::type (&v)[N], typename OpMath<T>::type fill) {
-	const T* q = p + base + (k0 + (rev ? N - 1 : 0)) * st;
-	const i64 step = rev ? -st : st;
-	if (cnt == N) {
-#pragma unroll
-		for (int i = 0; i < N; ++i, q += step) v[i] = to_op(scan_ld(q));
-	} else {
-#pragma unroll
-		for (int i = 0; i < N; ++i, q += step) {
-			v[i] = fill;
-			if (rev ? i >= N - cnt : i < cnt) v[i] = to_op(scan_ld(q));
-		}
-	}
+	load_steps<T, N>(p + base + (k0 + (rev ? N - 1 : 0)) * st, rev ? -st : st, cnt, rev, v, fill);
 }
 
 template <typename T, int N>
 __device__ __forceinline__ void store_scan(T* __restrict__ p, i64 base, i64 st, i64 k0, int cnt, bool rev,
 		const typename OpMath<T>::type (&v)[N]) {
-	T* q = p + base + (k0 + (rev ? N - 1 : 0)) * st;
-	const i64 step = rev ? -st : st;
-	if (cnt == N) {
-#pragma unroll
-		for (int i = 0; i < N; ++i, q += step) *q = from_op<T>(v[i]);
-	} else {
-#pragma unroll
-		for (int i = 0; i < N; ++i, q += step)
-			if (rev ? i >= N - cnt : i < cnt) *q = from_op<T>(v[i]);
-	}
+	store_steps<T, N>(p + base + (k0 + (rev ? N - 1 : 0)) * st, rev ? -st : st, cnt, rev, v);
 }
 
 // flip reverses v in place when rev: memory order <-> scan order.
