@@ -115,7 +115,7 @@ template <typename M> __device__ __forceinline__ RedCtx<M> red_ctx(M p, M q, int
 
 // RedNoStats is the base of the ops that need no per-slice statistics.
 struct RedNoStats {
-	static constexpr bool stats = false, provisional = false;
+	static constexpr bool stats = false, provisional = false, batch = false;
 	template <typename M> __device__ static RedAcc<M> init() { return red_acc(M(0), 0); }
 	template <typename M> __device__ static RedAcc<M> assumed() { return red_acc(M(0), 0); }
 	template <typename M> __device__ static void accum(RedAcc<M>&, M, M) {}
@@ -149,7 +149,7 @@ struct RedMean : RedNoStats {
 // is 0 and every element gets (g/0)*mask = NaN.
 // Provisional: count == 1, where g/1*mask is bit-identical.
 struct RedMaxMin {
-	static constexpr bool needs_x = true, needs_y = true, stats = true, provisional = true;
+	static constexpr bool needs_x = true, needs_y = true, stats = true, provisional = true, batch = false;
 	template <typename M> __device__ static RedAcc<M> init() { return red_acc(M(0), 0); }
 	template <typename M> __device__ static RedAcc<M> assumed() { return red_acc(M(0), 1); }
 	template <typename M> __device__ static void accum(RedAcc<M>& a, M x, M y) { a.z += (x == y) ? 1 : 0; }
@@ -177,7 +177,9 @@ struct RedMaxMin {
 // (g*0 is 0 for finite g; NaN for a NaN or infinite g, as PyTorch.)
 // Provisional: no zero.
 struct RedProd {
-	static constexpr bool needs_x = true, needs_y = true, stats = true, provisional = true;
+	// batch: the col statistics loop issues a batch's loads first (see
+	// red_col_tile); for the other ops that form measured slower.
+	static constexpr bool needs_x = true, needs_y = true, stats = true, provisional = true, batch = true;
 	template <typename M> __device__ static RedAcc<M> init() { return red_acc(M(1), 0); }
 	template <typename M> __device__ static RedAcc<M> assumed() { return red_acc(M(1), 0); }
 	template <typename M> __device__ static void accum(RedAcc<M>& a, M x, M) {
@@ -232,7 +234,7 @@ struct RedLogSumExp : RedNoStats {
 // (scale) and has no special case: N == c gives +inf (so ±inf, or NaN where
 // x == mean or g == 0), N < c a negative factor.
 struct RedVar {
-	static constexpr bool needs_x = true, needs_y = false, stats = true, provisional = false;
+	static constexpr bool needs_x = true, needs_y = false, stats = true, provisional = false, batch = false;
 	template <typename M> __device__ static RedAcc<M> init() { return red_acc(M(0), 0); }
 	template <typename M> __device__ static RedAcc<M> assumed() { return red_acc(M(0), 0); }
 	template <typename M> __device__ static void accum(RedAcc<M>& a, M x, M) { a.a += x; }
@@ -566,9 +568,7 @@ __device__ __forceinline__ void red_col_tile(const T* __restrict__ x, const T* _
 		for (int v = 0; v < V; ++v) pc[v] = Op::template slice<M>(g[v], yv[v], Op::template assumed<M>(), L.scale, L.k);
 		const T* xp = xs + kt * kx;
 		T* dp = ds + kt * kd;
-#pragma unroll(RedColUnroll<T, V>::n)
-		for (i64 n = red_steps(len, kt, H); n > 0; --n, xp += H * kx, dp += H * kd) {
-			const RedVec<T, V> xv = red_vload<T, V>(xp);
+		auto step = [&](const RedVec<T, V>& xv, T* d) {
 			RedVec<T, V> r;
 #pragma unroll
 			for (int v = 0; v < V; ++v) {
@@ -576,8 +576,24 @@ __device__ __forceinline__ void red_col_tile(const T* __restrict__ x, const T* _
 				Op::accum(acc[v], xm, yv[v]);
 				if (prov) r.v[v] = from_op<T>(Op::elem(pc[v], xm));
 			}
-			if (prov) red_vstore<T, V>(dp, r);
+			if (prov) red_vstore<T, V>(d, r);
+		};
+		i64 n = red_steps(len, kt, H);
+		if (Op::batch) {
+			// A batch's loads all go out before its arithmetic: in the
+			// plain unrolled loop prod's divisions (their slow-path
+			// branches) held the later loads back.
+			constexpr int U = RedColUnroll<T, V>::n;
+			for (; n >= U; n -= U, xp += U * H * kx, dp += U * H * kd) {
+				RedVec<T, V> xb[U];
+#pragma unroll
+				for (int u = 0; u < U; ++u) xb[u] = red_vload<T, V>(xp + u * H * kx);
+#pragma unroll
+				for (int u = 0; u < U; ++u) step(xb[u], dp + u * H * kd);
+			}
 		}
+#pragma unroll(RedColUnroll<T, V>::n)
+		for (; n > 0; --n, xp += H * kx, dp += H * kd) step(red_vload<T, V>(xp), dp);
 	}
 	bool need = true;
 	if (Op::stats && Pass == RED_APPLY) {

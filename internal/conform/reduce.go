@@ -135,6 +135,20 @@ func ReduceCases(quick bool) []ReduceCase {
 	return cs
 }
 
+// beyond is a value past the slice's extreme for max (above) or min (below).
+func beyond(op string, x []float64) float64 {
+	e := x[0]
+	for _, v := range x {
+		if (op == "max") == (v > e) {
+			e = v
+		}
+	}
+	if op == "max" {
+		return e + 1
+	}
+	return e - 1
+}
+
 // reduceSlice draws the x values of one slice: mostly moderate random
 // values, with each op's edge cases on some slices (ties, NaN, inf, zeros,
 // all-equal slices, -inf runs).
@@ -170,19 +184,15 @@ func reduceSlice(rng *rand.Rand, op string, x []float64) {
 		case 3:
 			x[at()] = math.Inf(1)
 			x[at()] = math.Inf(-1)
-		case 4: // two copies of the extreme, apart: the ties of a split
+		case 4: // two copies of a new extreme, apart: the ties of a split
 			// slice lie in few of its chunks
-			e := x[0]
-			for _, v := range x {
-				if (op == "max") == (v > e) {
-					e = v
-				}
-			}
-			d := 1.0
-			if op == "min" {
-				d = -1
-			}
-			x[at()], x[at()] = e+d, e+d
+			e := beyond(op, x)
+			x[at()], x[at()] = e, e
+		case 5: // three copies, two of them adjacent: a split slice's
+			// chunks with two ties (rewritten at recorded offsets) and
+			// with one, or one chunk with all three (read again)
+			e, i := beyond(op, x), at()
+			x[i], x[(i+1)%k], x[at()] = e, e, e
 		}
 	case "prod":
 		switch flavor {
