@@ -188,9 +188,8 @@ func reduceSlice(rng *rand.Rand, op string, x []float64) {
 			// slice lie in few of its chunks
 			e := beyond(op, x)
 			x[at()], x[at()] = e, e
-		case 5: // three copies, two of them adjacent: a split slice's
-			// chunks with two ties (rewritten at recorded offsets) and
-			// with one, or one chunk with all three (read again)
+		case 5: // three copies, two of them adjacent: a split slice
+			// has chunks with one and two ties, or all three in one
 			e, i := beyond(op, x), at()
 			x[i], x[(i+1)%k], x[at()] = e, e, e
 		}
