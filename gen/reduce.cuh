@@ -59,7 +59,7 @@
 template <typename T> struct RedCache { static constexpr int packs = sizeof(T) == 8 ? 2 : 4; };
 
 enum { RED_ROW = 0, RED_COL = 1 };
-enum { RED_FUSED = 0, RED_STATS = 1, RED_APPLY = 2 };
+enum { RED_FUSED = 0, RED_STATS = 1, RED_APPLY = 2, RED_ONE = 3 };
 enum { RED_PHASE_APPLY = 0, RED_PHASE_TOTAL = 1 };
 
 // ReduceLayout is passed by value (mirrored by reduceLayout in ops/reduce.go).
@@ -523,6 +523,83 @@ template <typename T, int V> __device__ __forceinline__ void red_vstore(T* p, co
 	}
 }
 
+// The one-pass col split (RED_ONE, the "one" kernel) keeps each thread's
+// part of its tile in dynamic shared memory, RedVec entry (row, sl) at
+// row*W + sl: chunk*W entries, which the launcher sizes. A thread only
+// ever reads back its own entries.
+extern __shared__ __align__(16) unsigned char red_dyn[];
+
+template <typename T, int V> __device__ __forceinline__ RedVec<T, V>* red_one_buf() {
+	return reinterpret_cast<RedVec<T, V>*>(red_dyn);
+}
+
+// red_ldcg reads a workspace entry another block wrote during this launch
+// (at L2: a line this SM read earlier may be stale in L1).
+template <typename M> __device__ __forceinline__ RedAcc<M> red_ldcg(const RedAcc<M>* p) {
+	RedAcc<M> r;
+	if (sizeof(RedAcc<M>) == 16) {
+		const int4 u = __ldcg(reinterpret_cast<const int4*>(p));
+		memcpy(&r, &u, 16);
+	} else {
+		const int2 u = __ldcg(reinterpret_cast<const int2*>(p));
+		memcpy(&r, &u, 8);
+	}
+	return r;
+}
+
+// red_one_counters: after the partials and the totals' place (which the
+// one kernel leaves unused), the workspace holds the ticket counter, then
+// one arrival counter per slice block (the launcher zeroes them before
+// each launch).
+template <typename M> __device__ __forceinline__ int* red_one_counters(RedAcc<M>* ws, const ReduceLayout& L) {
+	return reinterpret_cast<int*>(ws + L.slices * (L.nchunks + 1));
+}
+
+// red_one_totals: the tile has stored its partials. It arrives at its
+// slice block's counter and waits until every chunk has; then each tile
+// of the slice block combines all the partials of its slices itself (thread
+// kt folds chunks kt, kt+H, ..., then the H threads in index order: the
+// same fixed order in every tile, so they agree bit for bit). acc returns
+// the totals of the thread's V slices. Tiles take tickets in order, so a
+// tile only waits on tiles that hold tickets, which are running: the
+// launcher makes sure that nchunks blocks fit on the GPU at once.
+template <typename Op, int V, typename M>
+__device__ __forceinline__ void red_one_totals(RedAcc<M> (&acc)[V], RedAcc<M>* __restrict__ ws, const ReduceLayout& L,
+		i64 st, i64 s0, bool active, int sl, int kt, RedAcc<M>* sm) {
+	const int H = L.group;
+	const int W = RED_BLOCK / H;
+	int* arrive = red_one_counters(ws, L) + 1 + st;
+	const int nc = (int)L.nchunks;
+	__threadfence();
+	__syncthreads();
+	if (threadIdx.x == 0) {
+		atomicAdd(arrive, 1);
+		while (*reinterpret_cast<volatile int*>(arrive) < nc) __nanosleep(32);
+		__threadfence();
+	}
+	__syncthreads();
+#pragma unroll
+	for (int v = 0; v < V; ++v) acc[v] = Op::template init<M>();
+	if (active) {
+		for (int c = kt; c < nc; c += H) {
+#pragma unroll
+			for (int v = 0; v < V; ++v) Op::combine(acc[v], red_ldcg(ws + (i64)c * L.slices + s0 + v));
+		}
+	}
+#pragma unroll
+	for (int v = 0; v < V; ++v) sm[v * RED_BLOCK + threadIdx.x] = acc[v];
+	__syncthreads();
+#pragma unroll
+	for (int v = 0; v < V; ++v) {
+		acc[v] = sm[v * RED_BLOCK + sl];
+#pragma unroll
+		for (int h = 1; h < 8; ++h) {
+			if (h < H) Op::combine(acc[v], sm[v * RED_BLOCK + h * W + sl]);
+		}
+	}
+	__syncthreads();
+}
+
 // One col-mapping tile: a block of W = 256/H threads across slices, each
 // taking V adjacent slices (V = L.cvec), by H threads along k. The V
 // slices' statistics reduce over the H threads through shared memory
@@ -532,7 +609,7 @@ __device__ __forceinline__ void red_col_tile(const T* __restrict__ x, const T* _
 		const T* __restrict__ dy, T* __restrict__ dx, RedAcc<typename OpMath<T>::type>* __restrict__ ws,
 		const ReduceLayout& L, i64 t, RedAcc<typename OpMath<T>::type>* sm) {
 	typedef typename OpMath<T>::type M;
-	constexpr bool prov = Op::provisional;
+	constexpr bool prov = Op::provisional && Pass != RED_ONE;
 	const int H = L.group;
 	const int W = RED_BLOCK / H;
 	const int sl = threadIdx.x % W, kt = threadIdx.x / W;
@@ -568,7 +645,8 @@ __device__ __forceinline__ void red_col_tile(const T* __restrict__ x, const T* _
 		for (int v = 0; v < V; ++v) pc[v] = Op::template slice<M>(g[v], yv[v], Op::template assumed<M>(), L.scale, L.k);
 		const T* xp = xs + kt * kx;
 		T* dp = ds + kt * kd;
-		auto step = [&](const RedVec<T, V>& xv, T* d) {
+		RedVec<T, V>* bp = red_one_buf<T, V>() + kt * W + sl;
+		auto step = [&](const RedVec<T, V>& xv, T* d, RedVec<T, V>* b) {
 			RedVec<T, V> r;
 #pragma unroll
 			for (int v = 0; v < V; ++v) {
@@ -577,6 +655,7 @@ __device__ __forceinline__ void red_col_tile(const T* __restrict__ x, const T* _
 				if (prov) r.v[v] = from_op<T>(Op::elem(pc[v], xm));
 			}
 			if (prov) red_vstore<T, V>(d, r);
+			if (Pass == RED_ONE) *b = xv;
 		};
 		i64 n = red_steps(len, kt, H);
 		if (Op::batch) {
@@ -584,16 +663,16 @@ __device__ __forceinline__ void red_col_tile(const T* __restrict__ x, const T* _
 			// plain unrolled loop prod's divisions (their slow-path
 			// branches) held the later loads back.
 			constexpr int U = RedColUnroll<T, V>::n;
-			for (; n >= U; n -= U, xp += U * H * kx, dp += U * H * kd) {
+			for (; n >= U; n -= U, xp += U * H * kx, dp += U * H * kd, bp += U * H * W) {
 				RedVec<T, V> xb[U];
 #pragma unroll
 				for (int u = 0; u < U; ++u) xb[u] = red_vload<T, V>(xp + u * H * kx);
 #pragma unroll
-				for (int u = 0; u < U; ++u) step(xb[u], dp + u * H * kd);
+				for (int u = 0; u < U; ++u) step(xb[u], dp + u * H * kd, bp + u * H * W);
 			}
 		}
 #pragma unroll(RedColUnroll<T, V>::n)
-		for (; n > 0; --n, xp += H * kx, dp += H * kd) step(red_vload<T, V>(xp), dp);
+		for (; n > 0; --n, xp += H * kx, dp += H * kd, bp += H * W) step(red_vload<T, V>(xp), dp, bp);
 	}
 	bool need = true;
 	if (Op::stats && Pass == RED_APPLY) {
@@ -615,12 +694,13 @@ __device__ __forceinline__ void red_col_tile(const T* __restrict__ x, const T* _
 			acc[v] = tot;
 		}
 		__syncthreads();
-		if (Pass == RED_STATS) {
+		if (Pass == RED_STATS || Pass == RED_ONE) {
 			if (active && kt == 0) {
 #pragma unroll
 				for (int v = 0; v < V; ++v) ws[c * L.slices + s0 + v] = acc[v];
 			}
-			return;
+			if (Pass == RED_STATS) return;
+			red_one_totals<Op, V>(acc, ws, L, st, s0, active, sl, kt, sm);
 		}
 		if (prov) {
 			need = false;
@@ -634,10 +714,11 @@ __device__ __forceinline__ void red_col_tile(const T* __restrict__ x, const T* _
 	for (int v = 0; v < V; ++v) cx[v] = Op::template slice<M>(g[v], yv[v], acc[v], L.scale, L.k);
 	const T* xp = xs + kt * kx;
 	T* dp = ds + kt * kd;
+	const RedVec<T, V>* bp = red_one_buf<T, V>() + kt * W + sl;
 #pragma unroll(RedColUnroll<T, V>::n)
-	for (i64 n = red_steps(len, kt, H); n > 0; --n, xp += H * kx, dp += H * kd) {
+	for (i64 n = red_steps(len, kt, H); n > 0; --n, xp += H * kx, dp += H * kd, bp += H * W) {
 		RedVec<T, V> xv, r;
-		if (Op::needs_x) xv = red_vload<T, V>(xp);
+		if (Op::needs_x) xv = Pass == RED_ONE ? *bp : red_vload<T, V>(xp);
 #pragma unroll
 		for (int v = 0; v < V; ++v) r.v[v] = from_op<T>(Op::elem(cx[v], Op::needs_x ? to_op(xv.v[v]) : M(0)));
 		red_vstore<T, V>(dp, r);
@@ -651,7 +732,15 @@ __device__ __forceinline__ void red_col_pass(const T* __restrict__ x, const T* _
 		const T* __restrict__ dy, T* __restrict__ dx, RedAcc<typename OpMath<T>::type>* __restrict__ ws,
 		const ReduceLayout& L, RedAcc<typename OpMath<T>::type>* sm) {
 	constexpr int V = RedColVec<T, Op>::n;
-	for (i64 b = blockIdx.x; b < L.tiles; b += gridDim.x) {
+	// RED_ONE: tiles by ticket, in order (see red_one_totals).
+	__shared__ int ticket;
+	for (i64 b = blockIdx.x;; b += gridDim.x) {
+		if (Pass == RED_ONE) {
+			if (threadIdx.x == 0) ticket = atomicAdd(red_one_counters(ws, L), 1);
+			__syncthreads();
+			b = ticket;
+		}
+		if (b >= L.tiles) break;
 		const i64 t = L.reverse ? L.tiles - 1 - b : b;
 		if (L.cvec == V) {
 			red_col_tile<T, Op, Pass, V>(x, y, dy, dx, ws, L, t, sm);
@@ -733,9 +822,14 @@ __device__ __forceinline__ void red_total(const T* __restrict__ x, const T* __re
 //   reduce_stats: first pass of split slices (ops with statistics), either
 //                 mapping: partial statistics to ws, provisional dx;
 //   reduce_apply: launched twice after reduce_stats: red_total (the
-//                 slices' totals), then dx.
-// reduce_stats and reduce_apply are empty for ops without statistics (they
-// are never launched for them).
+//                 slices' totals), then dx;
+//   reduce_one:   var/std's split col slices in one launch (for an x
+//                 larger than L2, the launcher's choice): each tile keeps
+//                 its x in shared memory until its slice block's totals
+//                 are known.
+// reduce_stats, reduce_apply and reduce_one are empty for ops without
+// statistics, reduce_one also for the provisional ones, which read x once
+// without it (they are never launched for them).
 template <typename T, typename Op>
 __device__ __forceinline__ void reduce_row(const T* __restrict__ x, const T* __restrict__ y,
 		const T* __restrict__ dy, T* __restrict__ dx, void* __restrict__ ws, const ReduceLayout& L) {
@@ -763,6 +857,15 @@ __device__ __forceinline__ void reduce_stats(const T* __restrict__ x, const T* _
 	} else {
 		red_col_pass<T, Op, RED_STATS>(x, y, dy, dx, static_cast<RedAcc<M>*>(ws), L, sm);
 	}
+}
+
+template <typename T, typename Op>
+__device__ __forceinline__ void reduce_one(const T* __restrict__ x, const T* __restrict__ y,
+		const T* __restrict__ dy, T* __restrict__ dx, void* __restrict__ ws, const ReduceLayout& L) {
+	typedef typename OpMath<T>::type M;
+	if (!Op::stats || Op::provisional) return;
+	__shared__ RedAcc<M> sm[RED_BLOCK * RedColVec<T, Op>::n];
+	red_col_pass<T, Op, RED_ONE>(x, y, dy, dx, static_cast<RedAcc<M>*>(ws), L, sm);
 }
 
 template <typename T, typename Op>

@@ -1,12 +1,15 @@
 package main
 
-// reduceFamily: single-axis reduction backward. Four variants share the
+// reduceFamily: single-axis reduction backward. Five variants share the
 // ABI: "row" (the axis is x's fastest dim: threads step along it) and "col"
 // (an outer axis: threads step across slices) compute a slice's statistics
 // and dx in one kernel; few, long slices of an op with statistics are split
-// into chunks and take "stats" (partial statistics into the workspace) then
-// "apply" (combine, dx), both empty for ops without statistics. Layout is
-// ReduceLayout in reduce.cuh (mirrored by reduceLayout in ops/reduce.go).
+// into chunks and take "stats" (partial statistics into the workspace)
+// then "apply" (combine, dx), or for var and std along an outer axis "one"
+// (the tiles of a slice block keep x in shared memory until their
+// statistics are complete); those three are empty for ops without
+// statistics, "one" also for max, min and prod. Layout is ReduceLayout in
+// reduce.cuh (mirrored by reduceLayout in ops/reduce.go).
 var reduceFamily = Family{
 	Name:      "reduce",
 	Prefix:    "reduce_bw",
@@ -38,5 +41,6 @@ var reduceFamily = Family{
 		{Name: "col", Template: "reduce_col"},
 		{Name: "stats", Template: "reduce_stats"},
 		{Name: "apply", Template: "reduce_apply"},
+		{Name: "one", Template: "reduce_one"},
 	},
 }

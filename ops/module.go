@@ -41,9 +41,13 @@ type loadedFunction struct {
 	fn          *driver.Function
 	sms         int // multiprocessors of the context's device
 	blocksPerSM int // resident blocks per SM at the family's block size
+	// smemBlocksPerSM is blocksPerSM for launches with the kernelRef's
+	// dynamic shared memory (0 when it has none).
+	smemBlocksPerSM int
+	l2              int64 // the device's L2 cache in bytes
 }
 
-func loadFunction(ctx *driver.Context, family string, dt dtype.DType, name string, block int) (*loadedFunction, error) {
+func loadFunction(ctx *driver.Context, family string, dt dtype.DType, name string, block, smem int) (*loadedFunction, error) {
 	// The base PTX targets compute_70: an older GPU would fail inside the
 	// JIT with a bare code, so say what is wrong first.
 	major, minor, err := ctx.Device().ComputeCapability()
@@ -86,8 +90,33 @@ func loadFunction(ctx *driver.Context, family string, dt dtype.DType, name strin
 	if per < 1 {
 		per = 1
 	}
-	return &loadedFunction{ctx: ctx, fn: fn, sms: sms, blocksPerSM: per}, nil
+	l2, err := ctx.Device().Attribute(l2CacheSizeAttr)
+	if err != nil {
+		return nil, err
+	}
+	lf := &loadedFunction{ctx: ctx, fn: fn, sms: sms, blocksPerSM: per, l2: int64(l2)}
+	if smem > 0 {
+		if smem > 48<<10 {
+			// Always the same limit: the attribute belongs to the
+			// function, which plans share.
+			if err := fn.SetMaxDynamicSharedMem(maxDynSmem); err != nil {
+				return nil, err
+			}
+		}
+		if lf.smemBlocksPerSM, err = fn.MaxActiveBlocksPerSM(block, smem); err != nil {
+			return nil, err
+		}
+	}
+	return lf, nil
 }
+
+// l2CacheSizeAttr is CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE.
+const l2CacheSizeAttr = 38
+
+// maxDynSmem is the most dynamic shared memory any launch asks for. Beyond
+// 48 KiB a function must opt in (cuFuncSetAttribute), and it always opts in
+// to this much.
+const maxDynSmem = 64 << 10
 
 // kernelRef is a plan's handle on one kernel. It remembers the function for
 // the last context it ran in, so a warm Run looks nothing up.
@@ -96,6 +125,7 @@ type kernelRef struct {
 	dtype  dtype.DType
 	name   string
 	block  int
+	smem   int // dynamic shared memory of the launches that use it, if any
 	last   atomic.Pointer[loadedFunction]
 }
 
@@ -109,7 +139,7 @@ func (k *kernelRef) resolve(ctx *driver.Context) (*loadedFunction, error) {
 	if lf := k.last.Load(); lf != nil && lf.ctx == ctx {
 		return lf, nil
 	}
-	lf, err := loadFunction(ctx, k.family, k.dtype, k.name, k.block)
+	lf, err := loadFunction(ctx, k.family, k.dtype, k.name, k.block, k.smem)
 	if err != nil {
 		return nil, err
 	}

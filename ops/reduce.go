@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"unsafe"
 
 	"github.com/baracuda-go/baracuda/driver"
@@ -132,10 +133,14 @@ type ReduceBackward struct {
 	row    reduceGeom
 	col    reduceGeom
 	ws     int64
+	one    bool       // split col slices may take the "one" kernel
+	oneAny bool       // ... whatever the size of x (ReduceOneEnv)
+	oneOff int64      // byte offset of its counters in the workspace
 	rowK   *kernelRef // one pass, the row mapping
 	colK   *kernelRef // one pass, the col mapping
 	stats  *kernelRef // split slices, first pass (nil without statistics)
 	apply  *kernelRef // split slices, second pass (nil without statistics)
+	oneK   *kernelRef // split col slices in one launch (nil without statistics)
 }
 
 // reduceLayout mirrors ReduceLayout in gen/reduce.cuh; it travels by value
@@ -186,6 +191,30 @@ const (
 	redPhaseApply = 0
 	redPhaseTotal = 1
 )
+
+// The one-pass col split: Var and Std, whose split col slices otherwise
+// read x twice (stats, then apply), can run one launch instead, in which
+// each tile keeps its part of x in shared memory (at most redOneSmem
+// bytes: chunk rows of the block's slices) until its slice block's
+// statistics are complete (gen/reduce.cuh, red_one_totals). Its tiles wait
+// for one another, which costs more than the second read of x as long as
+// x fits in L2 (on an H100: 4096x4096 along axis 0, bf16 47 µs in two
+// passes, 53 in one; f32, twice L2, 85 in two, 77 in one), so Run takes it
+// only for an x larger than the L2 cache. Max, Min and Prod read x once
+// anyway (their provisional dx), and took longer in one launch at both
+// sizes. All nchunks tiles of a slice block must fit on the GPU at once:
+// the plan allows at most redOneMaxChunks chunks, and Run falls back to
+// the two passes where fewer than 2*nchunks blocks fit.
+const (
+	redOneSmem      = maxDynSmem
+	redOneMaxChunks = 64
+)
+
+// ReduceOneEnv, read when a plan is made, overrides the L2 rule above: with
+// "always" a plan takes the one-pass launch wherever it can (so that tests
+// reach it with small tensors), with "never" it never does. It is a kernel
+// developer's knob; users leave it unset.
+const ReduceOneEnv = "BARACUDA_REDUCE_ONE"
 
 // reduceGeom is one mapping's cut of the slices.
 type reduceGeom struct {
@@ -254,6 +283,21 @@ func colGeometry(slices, k int64, v int64) reduceGeom {
 	return geo
 }
 
+// oneGeometry fits a split col geometry to the one-pass launch: chunks of
+// at most redOneSmem / rowBytes rows (rowBytes: a row of a tile, W threads
+// taking v slices), and at most redOneMaxChunks of them.
+func oneGeometry(geo reduceGeom, k, rowBytes int64) (reduceGeom, bool) {
+	rows := redOneSmem / rowBytes
+	if geo.chunk > rows {
+		blocks := geo.tiles / geo.nchunks
+		geo.nchunks = ceilDiv(k, rows)
+		geo.chunk = ceilDiv(k, geo.nchunks)
+		geo.nchunks = ceilDiv(k, geo.chunk)
+		geo.tiles = blocks * geo.nchunks
+	}
+	return geo, geo.nchunks <= redOneMaxChunks
+}
+
 // colVec is RedColVec in reduce.cuh: adjacent slices per col thread in one
 // 16-byte access, but 8 bytes (4 slices) for f16/bf16 ops with statistics.
 func colVec(dt dtype.DType, op ReduceOp) int64 {
@@ -310,7 +354,7 @@ func NewReduceBackward(desc ReduceDesc) (*ReduceBackward, error) {
 	refs := []struct {
 		variant string
 		ref     **kernelRef
-	}{{"row", &p.rowK}, {"col", &p.colK}, {"stats", &p.stats}, {"apply", &p.apply}}
+	}{{"row", &p.rowK}, {"col", &p.colK}, {"stats", &p.stats}, {"apply", &p.apply}, {"one", &p.oneK}}
 	if !desc.Op.hasStats() {
 		refs = refs[:2]
 	}
@@ -336,6 +380,16 @@ func NewReduceBackward(desc ReduceDesc) (*ReduceBackward, error) {
 		p.row = rowGeometry(p.slices, k, desc.DType.Size())
 		p.col = colGeometry(p.slices, k, colVec(desc.DType, desc.Op))
 		if desc.Op.hasStats() {
+			acc := redAccSize(desc.DType)
+			w := int64(redBlock / p.col.group)
+			mode := os.Getenv(ReduceOneEnv)
+			if p.col.nchunks > 1 && !desc.Op.provisional() && mode != "never" {
+				v := colVec(desc.DType, desc.Op)
+				if geo, ok := oneGeometry(p.col, k, w*v*int64(desc.DType.Size())); ok {
+					p.col, p.one, p.oneAny = geo, true, mode == "always"
+					p.oneK.smem = int(geo.chunk * w * v * int64(desc.DType.Size()))
+				}
+			}
 			entries := int64(0)
 			if p.row.nchunks > 1 {
 				entries = p.slices * p.row.nchunks
@@ -347,7 +401,13 @@ func NewReduceBackward(desc ReduceDesc) (*ReduceBackward, error) {
 				// The partials, then one total per slice (red_total).
 				entries += p.slices
 			}
-			p.ws = entries * redAccSize(desc.DType)
+			p.ws = entries * acc
+			if p.one {
+				// Then the ticket and one arrival counter per slice
+				// block (as many as with one slice per thread).
+				p.oneOff = p.slices * (p.col.nchunks + 1) * acc
+				p.ws = max(p.ws, (p.oneOff+4*(1+ceilDiv(p.slices, w))+15)&^15)
+			}
 		}
 	}
 	return p, nil
@@ -355,7 +415,9 @@ func NewReduceBackward(desc ReduceDesc) (*ReduceBackward, error) {
 
 // Kernel identifies the kernel that writes dx for contiguous operands: the
 // "row" variant when the reduced axis is innermost, else "col"; "apply"
-// (after "stats") when an op with statistics splits its slices. Strided
+// (after "stats") when an op with statistics splits its slices, but "one"
+// for Var and Std split along an outer axis (Run takes it where x is
+// larger than the GPU's L2 cache, else "stats" and "apply"). Strided
 // operands may take the other mapping.
 func (p *ReduceBackward) Kernel() KernelInfo {
 	inner := int64(1)
@@ -368,6 +430,9 @@ func (p *ReduceBackward) Kernel() KernelInfo {
 	}
 	if p.stats != nil && geo.nchunks > 1 {
 		ref = p.apply
+		if p.one && geo == p.col {
+			ref = p.oneK
+		}
 	}
 	return KernelInfo{Name: ref.name, Family: "reduce", Op: p.id.op, DType: p.desc.DType, Backend: backend}
 }
@@ -629,10 +694,11 @@ func (L *reduceLayout) blocks() int64 {
 
 // Run validates args and enqueues the kernels on s: the row or col kernel
 // (by the operands' strides), or, when an op with statistics splits its
-// slices into chunks, the stats kernel then the apply kernel twice (the
-// slices' totals, then dx; max, min and prod need only the first);
-// nothing for an empty tensor. It never
-// allocates device memory, copies from the host or synchronizes.
+// slices into chunks, the one kernel (col, after a memset of its counters)
+// or the stats kernel then the apply kernel twice (the slices' totals,
+// then dx; max, min and prod need only the first); nothing for an empty
+// tensor. It never allocates device memory, copies from the host or
+// synchronizes.
 func (p *ReduceBackward) Run(s *driver.Stream, a *ReduceArgs) error {
 	if s == nil {
 		return p.id.errorf(ErrNilStream, "Run needs a stream")
@@ -651,6 +717,21 @@ func (p *ReduceBackward) Run(s *driver.Stream, a *ReduceArgs) error {
 		main = p.rowK
 	}
 	if p.stats != nil && L.nchunks > 1 {
+		if p.one && L.mapping == redCol {
+			lf, err := p.oneK.resolve(ctx)
+			if err != nil {
+				return err
+			}
+			big := p.oneAny || p.numel*int64(p.desc.DType.Size()) > lf.l2
+			if big && int64(lf.sms*lf.smemBlocksPerSM) >= 2*L.nchunks {
+				ctr := a.Workspace.Slice(p.oneOff, 4*(1+L.tiles/L.nchunks))
+				if err := s.MemsetD8Async(ctr, 0); err != nil {
+					return err
+				}
+				smem := L.chunk * int64(redBlock/L.group) * int64(L.cvec) * int64(p.desc.DType.Size())
+				return p.launchSmem(s, lf, a, &L, smem)
+			}
+		}
 		lf, err := p.stats.resolve(ctx)
 		if err != nil {
 			return err
@@ -676,13 +757,23 @@ func (p *ReduceBackward) Run(s *driver.Stream, a *ReduceArgs) error {
 }
 
 func (p *ReduceBackward) launch(s *driver.Stream, lf *loadedFunction, a *ReduceArgs, L *reduceLayout) error {
+	return p.launchSmem(s, lf, a, L, 0)
+}
+
+// launchSmem launches with smem bytes of dynamic shared memory (the one
+// kernel's: then the grid is what fits with the plan's most).
+func (p *ReduceBackward) launchSmem(s *driver.Stream, lf *loadedFunction, a *ReduceArgs, L *reduceLayout, smem int64) error {
 	grid := L.blocks()
-	if limit := int64(lf.sms * lf.blocksPerSM); grid > limit {
+	per := lf.blocksPerSM
+	if smem > 0 {
+		per = lf.smemBlocksPerSM
+	}
+	if limit := int64(lf.sms * per); grid > limit {
 		grid = limit
 	}
 	args := driver.GetArgs()
 	p.pack(args, a, L)
-	err := lf.fn.Launch(s, [3]uint32{uint32(max(grid, 1)), 1, 1}, [3]uint32{redBlock, 1, 1}, 0, args)
+	err := lf.fn.Launch(s, [3]uint32{uint32(max(grid, 1)), 1, 1}, [3]uint32{redBlock, 1, 1}, uint32(smem), args)
 	driver.PutArgs(args)
 	return err
 }

@@ -156,6 +156,8 @@ func TestReduceDesc(t *testing.T) {
 	}{
 		{ReduceMax, []int{4096, 4096}, 1, "reduce_bw_max_f32_row"},
 		{ReduceMax, []int{4096, 4096}, 0, "reduce_bw_max_f32_apply"},
+		{ReduceVar, []int{4096, 4096}, 0, "reduce_bw_var_f32_one"},
+		{ReduceVar, []int{100000, 3}, 0, "reduce_bw_var_f32_apply"},
 		{ReduceSum, []int{4096, 4096}, 0, "reduce_bw_sum_f32_col"},
 		{ReduceSum, []int{8, 1}, 0, "reduce_bw_sum_f32_row"},
 		{ReduceStd, []int{3, 1 << 20}, 1, "reduce_bw_std_f32_apply"},
@@ -174,6 +176,51 @@ func TestReduceDesc(t *testing.T) {
 	s, _ := NewReduceBackward(ReduceDesc{Op: ReduceSum, DType: dtype.F64, Shape: []int{3}})
 	if pr := s.Precision(); pr.Math != "f64" || pr.Accumulator != "" {
 		t.Errorf("sum Precision() = %+v", pr)
+	}
+}
+
+// TestReduceOneGeometry: which split col plans take the one-pass launch,
+// with what tiles, shared memory and workspace.
+func TestReduceOneGeometry(t *testing.T) {
+	for _, c := range []struct {
+		op            ReduceOp
+		dt            dtype.DType
+		shape         []int
+		one           bool
+		chunk, chunks int64
+		smem          int
+	}{
+		{ReduceVar, dtype.F32, []int{4096, 4096}, true, 128, 32, 64 << 10},
+		{ReduceVar, dtype.BF16, []int{4096, 4096}, true, 128, 32, 32 << 10},
+		{ReduceStd, dtype.F64, []int{4096, 4096}, true, 128, 32, 64 << 10},      // 256-row chunks halved
+		{ReduceStd, dtype.F16, []int{4097, 3}, true, 129, 32, 129 * 32 * 4 * 2}, // 4 slices per thread at most
+		{ReduceVar, dtype.F32, []int{100000, 3}, false, 129, 776, 0},            // too many chunks
+		{ReduceMax, dtype.F32, []int{4096, 4096}, false, 128, 32, 0},            // provisional: x is read once anyway
+		{ReduceProd, dtype.F64, []int{4096, 4096}, false, 256, 16, 0},
+		{ReduceSum, dtype.F32, []int{4096, 4096}, false, 128, 32, 0}, // no statistics
+	} {
+		p, err := NewReduceBackward(ReduceDesc{Op: c.op, DType: c.dt, Shape: c.shape})
+		if err != nil {
+			t.Fatal(err)
+		}
+		smem := 0
+		if p.oneK != nil {
+			smem = p.oneK.smem
+		}
+		if p.one != c.one || p.col.chunk != c.chunk || p.col.nchunks != c.chunks || smem != c.smem {
+			t.Errorf("%s %s %v: one %v, chunk %d x %d, smem %d; want %v, %d x %d, %d",
+				c.op, c.dt, c.shape, p.one, p.col.chunk, p.col.nchunks, smem, c.one, c.chunk, c.chunks, c.smem)
+		}
+		if p.col.chunk*(p.col.nchunks-1) >= int64(c.shape[0]) || p.col.chunk*p.col.nchunks < int64(c.shape[0]) {
+			t.Errorf("%s %v: %d chunks of %d do not cut %d rows", c.op, c.shape, p.col.nchunks, p.col.chunk, c.shape[0])
+		}
+		if p.one {
+			acc := redAccSize(c.dt)
+			w := int64(redBlock / p.col.group)
+			if p.oneOff != p.slices*(p.col.nchunks+1)*acc || p.ws < p.oneOff+4*(1+ceilDiv(p.slices, w)) || p.ws%16 != 0 {
+				t.Errorf("%s %v: counters at %d in a workspace of %d", c.op, c.shape, p.oneOff, p.ws)
+			}
+		}
 	}
 }
 

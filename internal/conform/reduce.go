@@ -106,9 +106,11 @@ func ReduceCases(quick bool) []ReduceCase {
 		{[]int{64, 130, 40}, 1},   // col mapping without a split
 		{[]int{1<<20 + 3}, 0},     // one long slice, many chunks
 		{[]int{2, 3, 5000, 2}, 2}, // col split with two slice dims
+		{[]int{1000, 600}, 0},     // col split, five slice blocks, the last one partial
+		{[]int{2048, 1024}, 0},    // col split; unaligned: more tiles than blocks fit
 	}
 	if quick {
-		large = []sa{{[]int{300, 67}, 1}, {[]int{3, 20000}, 1}, {[]int{4000, 5}, 0}}
+		large = []sa{{[]int{300, 67}, 1}, {[]int{3, 20000}, 1}, {[]int{4000, 5}, 0}, {[]int{1000, 600}, 0}}
 	}
 	for _, s := range large {
 		cs = append(cs, ReduceCase{Shape: s.shape, Axis: s.axis, Correction: 1, Layouts: same4(Contiguous)},
