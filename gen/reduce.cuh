@@ -37,9 +37,11 @@
 //     apply kernel's first launch (red_total) combines each slice's partials
 //     once into ws[S*nchunks + s] (and finishes the provisional ops), its
 //     second applies. That one walks the tiles in reverse (L.reverse) so its
-//     first reads hit what the stats kernel left in L2. Ops without
-//     statistics need no split pass: the row and col kernels take any
-//     nchunks.
+//     first reads hit what the stats kernel left in L2. For var/std along
+//     an outer axis the launcher may instead take the one kernel (RED_ONE,
+//     red_one_totals): a single launch whose tiles keep x in shared memory
+//     while their slice block's partials complete. Ops without statistics
+//     need no split pass: the row and col kernels take any nchunks.
 // max/min and prod are "provisional": whenever x is streamed for the
 // statistics, dx is also written assuming the common case (one maximum; no
 // zero), which gives bit-identical results when it holds; the pass that
