@@ -11,6 +11,7 @@ import (
 const (
 	attrMultiprocessorCount         = 16
 	attrMaxThreadsPerMultiprocessor = 39
+	attrL2CacheSize                 = 38
 	attrComputeCapabilityMajor      = 75
 	attrComputeCapabilityMinor      = 76
 )
@@ -24,6 +25,7 @@ type Device struct {
 	major, minor int
 	sms          int
 	threadsPerSM int
+	l2           int
 	totalMem     int64
 
 	ctxMu sync.Mutex
@@ -94,6 +96,7 @@ func openDevice(ordinal int) (*Device, error) {
 		{attrComputeCapabilityMinor, &d.minor},
 		{attrMultiprocessorCount, &d.sms},
 		{attrMaxThreadsPerMultiprocessor, &d.threadsPerSM},
+		{attrL2CacheSize, &d.l2},
 	} {
 		v, err := d.Attribute(a.attr)
 		if err != nil {
@@ -126,6 +129,9 @@ func (d *Device) SMCount() (int, error) { return d.sms, nil }
 
 // MaxThreadsPerSM returns how many threads one multiprocessor holds resident.
 func (d *Device) MaxThreadsPerSM() (int, error) { return d.threadsPerSM, nil }
+
+// L2CacheSize returns the size of the L2 cache in bytes.
+func (d *Device) L2CacheSize() (int, error) { return d.l2, nil }
 
 // TotalMem returns the device memory in bytes.
 func (d *Device) TotalMem() (int64, error) { return d.totalMem, nil }

@@ -90,7 +90,7 @@ func loadFunction(ctx *driver.Context, family string, dt dtype.DType, name strin
 	if per < 1 {
 		per = 1
 	}
-	l2, err := ctx.Device().Attribute(l2CacheSizeAttr)
+	l2, err := ctx.Device().L2CacheSize()
 	if err != nil {
 		return nil, err
 	}
@@ -109,9 +109,6 @@ func loadFunction(ctx *driver.Context, family string, dt dtype.DType, name strin
 	}
 	return lf, nil
 }
-
-// l2CacheSizeAttr is CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE.
-const l2CacheSizeAttr = 38
 
 // maxDynSmem is the most dynamic shared memory any launch asks for. Beyond
 // 48 KiB a function must opt in (cuFuncSetAttribute), and it always opts in
