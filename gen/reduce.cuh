@@ -557,6 +557,29 @@ template <typename M> __device__ __forceinline__ int* red_one_counters(RedAcc<M>
 	return reinterpret_cast<int*>(ws + L.slices * (L.nchunks + 1));
 }
 
+// red_col_fold combines each of the thread's V statistics over the H
+// threads of its column of the block (shared memory, h in index order: a
+// fixed order) and returns the result to all H of them. Every thread of
+// the block calls it.
+template <typename Op, int V, typename M>
+__device__ __forceinline__ void red_col_fold(RedAcc<M> (&acc)[V], const ReduceLayout& L, int sl, RedAcc<M>* sm) {
+	const int H = L.group;
+	const int W = RED_BLOCK / H;
+#pragma unroll
+	for (int v = 0; v < V; ++v) sm[v * RED_BLOCK + threadIdx.x] = acc[v];
+	__syncthreads();
+#pragma unroll
+	for (int v = 0; v < V; ++v) {
+		RedAcc<M> tot = sm[v * RED_BLOCK + sl];
+#pragma unroll
+		for (int h = 1; h < 8; ++h) {
+			if (h < H) Op::combine(tot, sm[v * RED_BLOCK + h * W + sl]);
+		}
+		acc[v] = tot;
+	}
+	__syncthreads();
+}
+
 // red_one_totals: the tile has stored its partials. It arrives at its
 // slice block's counter and waits until every chunk has; then each tile
 // of the slice block combines all the partials of its slices itself (thread
@@ -569,7 +592,6 @@ template <typename Op, int V, typename M>
 __device__ __forceinline__ void red_one_totals(RedAcc<M> (&acc)[V], RedAcc<M>* __restrict__ ws, const ReduceLayout& L,
 		i64 st, i64 s0, bool active, int sl, int kt, RedAcc<M>* sm) {
 	const int H = L.group;
-	const int W = RED_BLOCK / H;
 	int* arrive = red_one_counters(ws, L) + 1 + st;
 	const int nc = (int)L.nchunks;
 	__threadfence();
@@ -588,18 +610,7 @@ __device__ __forceinline__ void red_one_totals(RedAcc<M> (&acc)[V], RedAcc<M>* _
 			for (int v = 0; v < V; ++v) Op::combine(acc[v], red_ldcg(ws + (i64)c * L.slices + s0 + v));
 		}
 	}
-#pragma unroll
-	for (int v = 0; v < V; ++v) sm[v * RED_BLOCK + threadIdx.x] = acc[v];
-	__syncthreads();
-#pragma unroll
-	for (int v = 0; v < V; ++v) {
-		acc[v] = sm[v * RED_BLOCK + sl];
-#pragma unroll
-		for (int h = 1; h < 8; ++h) {
-			if (h < H) Op::combine(acc[v], sm[v * RED_BLOCK + h * W + sl]);
-		}
-	}
-	__syncthreads();
+	red_col_fold<Op, V>(acc, L, sl, sm);
 }
 
 // One col-mapping tile: a block of W = 256/H threads across slices, each
@@ -683,19 +694,7 @@ __device__ __forceinline__ void red_col_tile(const T* __restrict__ x, const T* _
 			for (int v = 0; v < V; ++v) acc[v] = ws[L.slices * L.nchunks + s0 + v];  // red_total's
 		}
 	} else if (Op::stats) {
-#pragma unroll
-		for (int v = 0; v < V; ++v) sm[v * RED_BLOCK + threadIdx.x] = acc[v];
-		__syncthreads();
-#pragma unroll
-		for (int v = 0; v < V; ++v) {
-			RedAcc<M> tot = sm[v * RED_BLOCK + sl];
-#pragma unroll
-			for (int h = 1; h < 8; ++h) {
-				if (h < H) Op::combine(tot, sm[v * RED_BLOCK + h * W + sl]);
-			}
-			acc[v] = tot;
-		}
-		__syncthreads();
+		red_col_fold<Op, V>(acc, L, sl, sm);
 		if (Pass == RED_STATS || Pass == RED_ONE) {
 			if (active && kt == 0) {
 #pragma unroll
