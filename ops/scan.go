@@ -201,6 +201,7 @@ func scanItems(op ScanOp, dt dtype.DType) (row, col int64) {
 
 const (
 	scanBlock     = 256
+	scanWarps     = scanBlock / 32
 	scanMaxBlocks = 1<<31 - 1
 )
 
@@ -558,15 +559,23 @@ func (p *ScanBackward) Run(s *driver.Stream, a *ScanArgs) error {
 				return err
 			}
 			L.phase = scanExtFix
-			return p.launch(lf, s, a, &L, scanCeil(g.nslices, scanBlock))
+			return p.launch(lf, s, a, &L, scanCeil(g.nslices, scanWarps))
 		}
 		if p.desc.Op.forwardState() {
 			L.phase = scanFwdTiles
-			if err := p.launch(lf, s, a, &L, g.grid); err != nil {
+			tiles := g.grid
+			if !g.row {
+				tiles = scanCeil(g.grid, scanWarps) // a warp per tile
+			}
+			if err := p.launch(lf, s, a, &L, tiles); err != nil {
 				return err
 			}
 			L.phase = scanFwdPrefix
-			if err := p.launch(lf, s, a, &L, scanCeil(g.nslices, scanBlock)); err != nil {
+			prefix := scanCeil(g.nslices, scanWarps) // col: a warp per slice
+			if g.row {
+				prefix = scanCeil(g.nslices, scanBlock) // row: a thread per slice
+			}
+			if err := p.launch(lf, s, a, &L, prefix); err != nil {
 				return err
 			}
 			L.phase = scanMain
