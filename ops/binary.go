@@ -241,7 +241,7 @@ func (p *BinaryBackward) Run(s *driver.Stream, a *BinaryArgs) error {
 	args := driver.GetArgs()
 	p.pack(args, &ts, &L)
 	block := p.kernel.block
-	err = lf.fn.Launch(s, [3]uint32{gridStride(work, block, lf), 1, 1}, [3]uint32{uint32(block), 1, 1}, 0, args)
+	err = lf.fn.Launch(s, [3]uint32{gridCover(work, block), 1, 1}, [3]uint32{uint32(block), 1, 1}, 0, args)
 	driver.PutArgs(args)
 	return err
 }

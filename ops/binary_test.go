@@ -173,15 +173,14 @@ func TestOverlaps(t *testing.T) {
 	}
 }
 
-func TestGridStride(t *testing.T) {
-	lf := &loadedFunction{sms: 132, blocksPerSM: 8}
+func TestGridCover(t *testing.T) {
 	cases := []struct {
 		work int64
 		want uint32
-	}{{0, 1}, {1, 1}, {256, 1}, {257, 2}, {1 << 40, 1056}}
+	}{{0, 1}, {1, 1}, {256, 1}, {257, 2}, {1 << 24, 1 << 16}, {1 << 40, maxGridX}}
 	for _, c := range cases {
-		if got := gridStride(c.work, 256, lf); got != c.want {
-			t.Errorf("gridStride(%d) = %d, want %d", c.work, got, c.want)
+		if got := gridCover(c.work, 256); got != c.want {
+			t.Errorf("gridCover(%d) = %d, want %d", c.work, got, c.want)
 		}
 	}
 }
