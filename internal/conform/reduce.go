@@ -205,6 +205,10 @@ func reduceSlice(rng *rand.Rand, op string, x []float64) {
 			x[at()] = math.Copysign(0, -1)
 		case 4:
 			x[at()] = math.NaN()
+		case 5: // the ends of the float range (the kernels' fast quotient
+			// hands such elements to the exact division)
+			x[at()] *= 0x1p126
+			x[at()] *= 0x1p-126
 		}
 	case "norm2":
 		switch flavor {
@@ -216,6 +220,15 @@ func reduceSlice(rng *rand.Rand, op string, x []float64) {
 			x[at()] = math.Inf(-1)
 		case 3:
 			x[at()] = math.NaN()
+		case 4, 5: // near the ends of the float range, and a zero
+			sc := 0x1p120
+			if flavor == 5 {
+				sc = 0x1p-135
+			}
+			for i := range x {
+				x[i] *= sc
+			}
+			x[at()] = 0
 		}
 	case "logsumexp":
 		switch flavor {
