@@ -55,6 +55,8 @@
 
 #define RED_BLOCK 256
 #define RED_SRANK (BC_MAX_RANK - 1)
+// RED_FIX_BATCH: rows per lane whose loads red_total's rewrite issues together.
+#define RED_FIX_BATCH 4
 // RedCache is the 16-byte packs of x a row-mapping thread keeps in
 // registers between the statistics and the apply step: 4 packs (16 values
 // of f32, 32 of f16/bf16: 64 bytes in flight per thread), 2 of f64.
@@ -832,6 +834,49 @@ template <typename M> __device__ __forceinline__ RedAcc<M> red_shfl0(const RedAc
 	return red_acc(__shfl_sync(0xffffffffu, v.a, 0), __shfl_sync(0xffffffffu, v.z, 0));
 }
 
+// red_total_fix rewrites the chunks of slice s whose provisional dx is
+// wrong (one warp; acc is the slice's total, cx its context, xo and do the
+// slice's offsets in x and dx). It is a call, not inlined, so that the
+// common path of red_total (no rewrite) stays as compact as before it
+// batched its loads: inlined, the larger rewrite cost the untied slices of
+// prod bf16 along axis 0 1.5 us (H100). It takes scalars, not the layout,
+// whose address would send the kernel parameter through local memory.
+template <typename T, typename Op>
+__device__ __noinline__ void red_total_fix(const T* __restrict__ x, T* __restrict__ dx,
+		const RedAcc<typename OpMath<T>::type>* __restrict__ ws, RedAcc<typename OpMath<T>::type> acc,
+		RedCtx<typename OpMath<T>::type> cx, i64 s, i64 S, i64 nc, bool col, i64 k, i64 chunk,
+		i64 xo, i64 xs, i64 dof, i64 ds) {
+	typedef typename OpMath<T>::type M;
+	const int lane = threadIdx.x & 31;
+	// The lanes test 32 chunks at a time; the warp rewrites the marked ones,
+	// RED_FIX_BATCH rows per lane at a time, all loads of a batch before
+	// any store (the rows of a col slice are far apart: one load, one round
+	// trip; a loop that stored before its next load made a tied slice wait
+	// for one round trip after another).
+	for (i64 c0 = 0; c0 < nc; c0 += 32) {
+		const i64 c = c0 + lane;
+		unsigned m = __ballot_sync(0xffffffffu, c < nc && Op::fix_chunk(acc, ws[col ? c * S + s : s * nc + c]));
+		for (; m != 0; m &= m - 1) {
+			const i64 cc = c0 + __ffs(m) - 1;
+			const i64 end = min(k, (cc + 1) * chunk);
+			const i64 j0 = cc * chunk + lane;
+			const T* xp = x + xo + j0 * xs;
+			T* dp = dx + dof + j0 * ds;
+			for (i64 n = red_steps(end - cc * chunk, lane, 32); n > 0; n -= RED_FIX_BATCH) {
+				M xv[RED_FIX_BATCH];
+#pragma unroll
+				for (int u = 0; u < RED_FIX_BATCH; ++u) xv[u] = u < n ? to_op(xp[u * 32 * xs]) : M(0);
+#pragma unroll
+				for (int u = 0; u < RED_FIX_BATCH; ++u) {
+					if (u < n) dp[u * 32 * ds] = from_op<T>(Op::elem(cx, xv[u]));
+				}
+				xp += RED_FIX_BATCH * 32 * xs;
+				dp += RED_FIX_BATCH * 32 * ds;
+			}
+		}
+	}
+}
+
 template <typename T, typename Op>
 __device__ __forceinline__ void red_total(const T* __restrict__ x, const T* __restrict__ y,
 		const T* __restrict__ dy, T* __restrict__ dx, RedAcc<typename OpMath<T>::type>* __restrict__ ws,
@@ -853,19 +898,7 @@ __device__ __forceinline__ void red_total(const T* __restrict__ x, const T* __re
 		const RedOff o = red_offsets(s, L);
 		const M yv = Op::needs_y ? to_op(y[o.y]) : M(0);
 		const RedCtx<M> cx = Op::template slice<M>(to_op(dy[o.dy]), yv, acc, L.scale, L.k);
-		// The lanes test 32 chunks at a time; the warp rewrites the marked ones.
-		for (i64 c0 = 0; c0 < nc; c0 += 32) {
-			const i64 c = c0 + lane;
-			unsigned m = __ballot_sync(0xffffffffu, c < nc && Op::fix_chunk(acc, ws[col ? c * S + s : s * nc + c]));
-			for (; m != 0; m &= m - 1) {
-				const i64 cc = c0 + __ffs(m) - 1;
-				const i64 end = min(L.k, (cc + 1) * L.chunk);
-#pragma unroll 4
-				for (i64 j = cc * L.chunk + lane; j < end; j += 32) {
-					dx[o.dx + j * L.kstride[1]] = from_op<T>(Op::elem(cx, to_op(x[o.x + j * L.kstride[0]])));
-				}
-			}
-		}
+		red_total_fix<T, Op>(x, dx, ws, acc, cx, s, S, nc, col, L.k, L.chunk, o.x, L.kstride[0], o.dx, L.kstride[1]);
 	}
 }
 
