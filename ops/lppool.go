@@ -484,11 +484,10 @@ func (pl *lpPool) run(s *driver.Stream, a *LpPoolArgs) error {
 	if err != nil {
 		return err
 	}
-	// A block per tile; a grid holds at most 2^31-1 blocks, so larger
+	// A block per tile; a grid holds at most maxGridX blocks, so larger
 	// inputs take several launches, each starting at L.base.
-	const maxBlocks = 1<<31 - 1
-	for L.base = 0; L.base < L.total; L.base += maxBlocks {
-		blocks := min(L.total-L.base, maxBlocks)
+	for L.base = 0; L.base < L.total; L.base += maxGridX {
+		blocks := min(L.total-L.base, maxGridX)
 		args := driver.GetArgs()
 		pl.pack(args, a, &L)
 		err = lf.fn.Launch(s, [3]uint32{uint32(blocks), 1, 1}, [3]uint32{threads, 1, 1}, uint32(smem), args)

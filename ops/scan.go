@@ -200,9 +200,8 @@ func scanItems(op ScanOp, dt dtype.DType) (row, col int64) {
 }
 
 const (
-	scanBlock     = 256
-	scanWarps     = scanBlock / 32
-	scanMaxBlocks = 1<<31 - 1
+	scanBlock = 256
+	scanWarps = scanBlock / 32
 )
 
 func scanCeil(a, b int64) int64 { return (a + b - 1) / b }
@@ -310,9 +309,9 @@ func NewScanBackward(desc ScanDesc) (*ScanBackward, error) {
 	variant := "col"
 	if numel > 0 {
 		p.geom = newScanGeom(desc.Op, desc.DType, p.shape, axis, numel)
-		if p.geom.grid > scanMaxBlocks {
+		if p.geom.grid > maxGridX {
 			return nil, id.errorf(ErrUnsupported, "shape %v along axis %d needs %d blocks, more than a grid holds (%d)",
-				desc.Shape, axis, p.geom.grid, scanMaxBlocks)
+				desc.Shape, axis, p.geom.grid, maxGridX)
 		}
 		if p.geom.row {
 			variant = "row"
