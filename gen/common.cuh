@@ -58,6 +58,15 @@ template <typename M> __device__ __forceinline__ M bc_nan() { return M(0) / M(0)
 __device__ __forceinline__ i64 global_tid() { return (i64)blockIdx.x * blockDim.x + threadIdx.x; }
 __device__ __forceinline__ i64 grid_threads() { return (i64)gridDim.x * blockDim.x; }
 
+// bc_div is floor(n / d) for 0 <= n < 2^62 without a 64-bit division, from
+// the launcher's constants (divMagic in ops/launch.go): magic == 0 means
+// d = 2^shift; otherwise magic = ceil(2^(62+l) / d) and shift = l - 2 with
+// 2^(l-1) < d <= 2^l (Granlund and Montgomery with a 62-bit dividend).
+__device__ __forceinline__ i64 bc_div(i64 n, unsigned long long magic, int shift) {
+	const unsigned long long u = (unsigned long long)n;
+	return (i64)((magic ? __umul64hi(u, magic) : u) >> shift);
+}
+
 // Pack is 16 bytes of T, moved with one 128-bit load or store.
 template <typename T> struct __align__(16) Pack {
 	static constexpr int N = 16 / sizeof(T);

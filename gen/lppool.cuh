@@ -31,7 +31,7 @@
 // cells. A coefficient thus costs one divide or pow per R input rows of its
 // window, not one per cell. lppool_wide takes the window columns in passes
 // when a tile row's share of shared memory cannot hold them all. Row and
-// tile indices are split with multiply-high division (lp_div, lp_div32),
+// tile indices are split with multiply-high division (bc_div, lp_div32),
 // never a hardware divide.
 #pragma once
 #include "common.cuh"
@@ -42,7 +42,7 @@ struct LpPoolLayout {
 	i64 total;               // tiles
 	i64 rows;                // N*C*H input rows
 	i64 channels;            // C, to split a row's n*C + c; 0: every tensor addresses nc*stride_c
-	unsigned long long a_magic, h_magic, c_magic;  // lp_div by segs, by H, by channels
+	unsigned long long a_magic, h_magic, c_magic;  // bc_div by segs, by H, by channels
 	i64 stride[4][4];        // x, y, dy, dx: strides of n, c, h, w in elements
 	double f_col, f_row, f_corner;  // K/c_w of the last window column, row, and both (1 when full)
 	float f_col32, f_row32, f_corner32, pad32_;  // the same rounded to float, for float opmath
@@ -58,15 +58,6 @@ struct LpPoolLayout {
 	int pad_;
 };
 static_assert(sizeof(LpPoolLayout) == 312, "LpPoolLayout must match ops/lppool.go");
-
-// lp_div is floor(n / d) for 0 <= n < 2^62 without a 64-bit division: the
-// launcher gives magic = ceil(2^(62+l) / d) and shift = l - 2 with
-// 2^(l-1) < d <= 2^l (Granlund-Montgomery), or magic = 0 and shift =
-// log2(d) for a power of two.
-__device__ __forceinline__ i64 lp_div(i64 n, unsigned long long magic, int shift) {
-	const unsigned long long u = (unsigned long long)n;
-	return (i64)((magic ? __umul64hi(u, magic) : u) >> shift);
-}
 
 // lp_div32 is floor(n / d) for 0 <= n < 2^31 and 1 <= d <= 2^30 with one
 // multiply-high: magic = ceil(2^(31+l) / d), shift = l - 1 with
@@ -197,7 +188,7 @@ struct LpGeneral {
 // 2 dy, 3 dx); merged n and c (channels == 0) address nc * stride_c alone.
 __device__ __forceinline__ i64 lp_plane(const LpPoolLayout& L, i64 nc, int t) {
 	if (L.channels != 0) {
-		const i64 n = lp_div(nc, L.c_magic, L.c_shift);
+		const i64 n = bc_div(nc, L.c_magic, L.c_shift);
 		return n * L.stride[t][0] + (nc - n * L.channels) * L.stride[t][1];
 	}
 	return nc * L.stride[t][1];
@@ -441,7 +432,7 @@ __device__ __forceinline__ void lp_tiled(const T* __restrict__ x, const T* __res
 	typedef typename OpMath<T>::type M;
 	const M pm1 = M(p - 1.0);
 	const i64 b = L.base + blockIdx.x;
-	const i64 rg = lp_div(b, L.a_magic, L.a_shift);
+	const i64 rg = bc_div(b, L.a_magic, L.a_shift);
 	const int seg = (int)(b - rg * L.segs);
 	const int tid = (int)threadIdx.x, nt = (int)blockDim.x;
 	const int c0 = seg * (L.tu * V);
@@ -462,7 +453,7 @@ __device__ __forceinline__ void lp_tiled(const T* __restrict__ x, const T* __res
 		i64 nc = row;
 		int i = 0;
 		if (L.H != 1) {
-			nc = lp_div(row, L.h_magic, L.h_shift);
+			nc = bc_div(row, L.h_magic, L.h_shift);
 			i = (int)(row - nc * L.H);
 		}
 		LpRow info;

@@ -86,8 +86,13 @@ struct ReduceLayout {
 	i64 sstride[4][RED_SRANK];    // x, y, dy, dx strides of the slice dims
 	i64 kstride[2];               // x, dx strides along the axis
 	i64 vstride[2];               // y, dy strides of the innermost slice dim
+	// The flat kernel's (x viewed as [O, k, I], all operands dense):
+	i64 fpacks;                   // 16-byte packs of x and dx
+	i64 fip;                      // I/N packs across the inner dims, 0 when I == 1
+	unsigned long long fmagic[2]; // bc_div by the packs of one outer index, by fip
+	int fshift[2];
 };
-static_assert(sizeof(ReduceLayout) == 392, "ReduceLayout must match ops/reduce.go");
+static_assert(sizeof(ReduceLayout) == 432, "ReduceLayout must match ops/reduce.go");
 
 // RedAcc is a slice's statistics: a = sum or product, z = a count. It is
 // also the workspace entry (8 bytes for float opmath, 16 for double).
@@ -903,6 +908,7 @@ __device__ __forceinline__ void red_total(const T* __restrict__ x, const T* __re
 }
 
 // Kernel bodies, one per variant (all take the family's one parameter list):
+//   reduce_flat:  ops without statistics on dense operands (below);
 //   reduce_row:   the row mapping, nchunks == 1 (any nchunks for ops
 //                 without statistics);
 //   reduce_col:   the col mapping, likewise;
@@ -917,6 +923,49 @@ __device__ __forceinline__ void red_total(const T* __restrict__ x, const T* __re
 // reduce_stats, reduce_apply and reduce_one are empty for ops without
 // statistics, reduce_one also for the provisional ones, which read x once
 // without it (they are never launched for them).
+//
+// reduce_flat: without statistics dx = elem(slice(dy, y), x) is a map of x
+// with dy and y broadcast along the axis. Where every operand is dense (x
+// and dx viewed as [O, k, I], dy and y as [O, I]) the launcher takes this
+// kernel, which moves like the binary kernels: one 16-byte pack of x and
+// dx per thread over the flat index, a block per 256 packs. A pack lies in
+// one slice when I == 1 and k is a multiple of the pack's N (fip == 0: dy
+// and y are scalars, fmagic[0] divides by k/N), or in N adjacent slices
+// when I is a multiple of N (fip = I/N: dy and y are packs too, fmagic[0]
+// divides by k*I/N and fmagic[1] by fip). It is empty for ops with
+// statistics.
+template <typename T, typename Op>
+__device__ __forceinline__ void reduce_flat(const T* __restrict__ x, const T* __restrict__ y,
+		const T* __restrict__ dy, T* __restrict__ dx, void* __restrict__, const ReduceLayout& L) {
+	typedef typename OpMath<T>::type M;
+	constexpr int N = Pack<T>::N;
+	if (Op::stats) return;
+	const RedAcc<M> none = Op::template init<M>();
+	const i64 nth = grid_threads();
+	for (i64 q = global_tid(); q < L.fpacks; q += nth) {
+		const i64 o = bc_div(q, L.fmagic[0], L.fshift[0]);
+		Pack<T> xv, out;
+		if (Op::needs_x) xv = load_pack(x + q * N);
+		if (L.fip == 0) {
+			const M yv = Op::needs_y ? to_op(y[o]) : M(0);
+			const RedCtx<M> c = Op::template slice<M>(to_op(dy[o]), yv, none, L.scale, L.k);
+#pragma unroll
+			for (int e = 0; e < N; ++e) out.v[e] = from_op<T>(Op::elem(c, Op::needs_x ? to_op(xv.v[e]) : M(0)));
+		} else {
+			const i64 kq = (o * L.fip + q - bc_div(q, L.fmagic[1], L.fshift[1]) * L.fip) * N;
+			const Pack<T> gv = load_pack(dy + kq);
+			Pack<T> yp;
+			if (Op::needs_y) yp = load_pack(y + kq);
+#pragma unroll
+			for (int e = 0; e < N; ++e) {
+				const RedCtx<M> c = Op::template slice<M>(to_op(gv.v[e]), Op::needs_y ? to_op(yp.v[e]) : M(0), none, L.scale, L.k);
+				out.v[e] = from_op<T>(Op::elem(c, Op::needs_x ? to_op(xv.v[e]) : M(0)));
+			}
+		}
+		store_pack(dx + q * N, out);
+	}
+}
+
 template <typename T, typename Op>
 __device__ __forceinline__ void reduce_row(const T* __restrict__ x, const T* __restrict__ y,
 		const T* __restrict__ dy, T* __restrict__ dx, void* __restrict__ ws, const ReduceLayout& L) {

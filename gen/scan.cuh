@@ -93,7 +93,7 @@ struct ScanLayout {
 	int items;    // col: elements per thread per tile (row: ScanItems::row)
 	int vec;      // row: every operand has unit stride along the axis
 	i64 sdim[SCAN_SRANK];        // slice dims, outermost first
-	unsigned long long smagic[SCAN_SRANK];  // division by sdim: see scan_div
+	unsigned long long smagic[SCAN_SRANK];  // division by sdim: see bc_div
 	int sshift[SCAN_SRANK + 1];
 	i64 sstride[4][SCAN_SRANK];  // dy, x, y, dx strides of the slice dims
 	i64 astride[4];              // dy, x, y, dx strides along the axis
@@ -320,13 +320,6 @@ struct LogcumsumexpBw : NoFwd, StrongZero {
 
 // ---- memory -------------------------------------------------------------
 
-// scan_div returns n / d for 0 <= n < 2^62 from the launcher's constants:
-// magic == 0 means d = 2^shift; otherwise floor(n * magic / 2^(64+shift))
-// (Granlund and Montgomery with a 62-bit dividend).
-__device__ __forceinline__ unsigned long long scan_div(unsigned long long n, unsigned long long magic, int shift) {
-	return magic == 0 ? n >> shift : __umul64hi(n, magic) >> shift;
-}
-
 // Element offsets of a slice's element 0 in dy, x, y, dx.
 __device__ __forceinline__ void scan_slice_offsets(const ScanLayout& L, i64 s, i64 (&off)[4]) {
 #pragma unroll
@@ -337,7 +330,7 @@ __device__ __forceinline__ void scan_slice_offsets(const ScanLayout& L, i64 s, i
 		if (d < L.srank) {
 			unsigned long long idx = rem;
 			if (d > 0) {
-				const unsigned long long q = scan_div(rem, L.smagic[d], L.sshift[d]);
+				const unsigned long long q = (unsigned long long)bc_div((i64)rem, L.smagic[d], L.sshift[d]);
 				idx = rem - q * (unsigned long long)L.sdim[d];
 				rem = q;
 			}

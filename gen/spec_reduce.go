@@ -1,6 +1,6 @@
 package main
 
-// reduceFamily: single-axis reduction backward. Five variants share the
+// reduceFamily: single-axis reduction backward. Six variants share the
 // ABI: "row" (the axis is x's fastest dim: threads step along it) and "col"
 // (an outer axis: threads step across slices) compute a slice's statistics
 // and dx in one kernel; few, long slices of an op with statistics are split
@@ -8,8 +8,10 @@ package main
 // then "apply" (combine, dx), or for var and std along an outer axis "one"
 // (the tiles of a slice block keep x in shared memory until their
 // statistics are complete); those three are empty for ops without
-// statistics, "one" also for max, min and prod. Layout is ReduceLayout in
-// reduce.cuh (mirrored by reduceLayout in ops/reduce.go).
+// statistics, "one" also for max, min and prod. "flat" is the ops without
+// statistics on dense operands (an elementwise map of x with dy and y
+// broadcast), empty for the others. Layout is ReduceLayout in reduce.cuh
+// (mirrored by reduceLayout in ops/reduce.go).
 var reduceFamily = Family{
 	Name:      "reduce",
 	Prefix:    "reduce_bw",
@@ -22,7 +24,7 @@ var reduceFamily = Family{
 		ptrParam("dy", "const T* __restrict__"),
 		ptrParam("dx", "T* __restrict__"),
 		ptrParam("ws", "void* __restrict__"),
-		{Name: "L", C: "ReduceLayout", PTX: "b8", Size: 392, Align: 8},
+		{Name: "L", C: "ReduceLayout", PTX: "b8", Size: 432, Align: 8},
 	},
 	DTypes: allDTypes,
 	Ops: []Op{
@@ -37,6 +39,7 @@ var reduceFamily = Family{
 		{Name: "std", Functor: "RedStd"},
 	},
 	Variants: []Variant{
+		{Name: "flat", Template: "reduce_flat"},
 		{Name: "row", Template: "reduce_row"},
 		{Name: "col", Template: "reduce_col"},
 		{Name: "stats", Template: "reduce_stats"},

@@ -89,9 +89,9 @@ func (v *elemView) contiguous(ts *[5]*Tensor) bool {
 	return true
 }
 
-// divMagic returns the constants of lp_div (gen/lppool.cuh) and scan_div
-// (gen/scan.cuh), which divide any 0 <= n < 2^62 by d >= 1 with a
-// multiply-high: for a power of two (0, log2 d); otherwise (ceil(2^(62+l)/d), l-2) with 2^(l-1) < d <= 2^l.
+// divMagic returns the constants of bc_div (gen/common.cuh), which divides
+// any 0 <= n < 2^62 by d >= 1 with a multiply-high: for a power of two
+// (0, log2 d); otherwise (ceil(2^(62+l)/d), l-2) with 2^(l-1) < d <= 2^l.
 // Granlund and Montgomery (1994), theorem 4.2: m*d lies in
 // [2^(62+l), 2^(62+l) + 2^l], so floor(m*n / 2^(62+l)) = floor(n/d).
 func divMagic(d int64) (magic uint64, shift int32) {

@@ -45,7 +45,7 @@ func TestLpOutputSizeMatchesRef(t *testing.T) {
 	}
 }
 
-// TestDivMagic checks lp_div's constants against exact division for
+// TestDivMagic checks bc_div's constants against exact division for
 // divisors of every size and dividends up to 2^62 - 1.
 func TestDivMagic(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
@@ -72,7 +72,7 @@ func TestDivMagic(t *testing.T) {
 				continue
 			}
 			if got, want := lp(n, m, s), n/d; got != want {
-				t.Fatalf("lp_div(%d) by %d (magic %d, shift %d) = %d, want %d", n, d, m, s, got, want)
+				t.Fatalf("bc_div(%d) by %d (magic %d, shift %d) = %d, want %d", n, d, m, s, got, want)
 			}
 		}
 	}

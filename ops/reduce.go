@@ -141,6 +141,8 @@ type ReduceBackward struct {
 	stats  *kernelRef // split slices, first pass (nil without statistics)
 	apply  *kernelRef // split slices, second pass (nil without statistics)
 	oneK   *kernelRef // split col slices in one launch (nil without statistics)
+	flatK  *kernelRef // dense operands, ops without statistics (nil otherwise)
+	flat   reduceFlat // its layout; flat.packs == 0 where the shape does not allow it
 }
 
 // reduceLayout mirrors ReduceLayout in gen/reduce.cuh; it travels by value
@@ -155,6 +157,16 @@ type reduceLayout struct {
 	sstride                          [4][MaxRank - 1]int64 // x, y, dy, dx
 	kstride                          [2]int64              // x, dx
 	vstride                          [2]int64              // y, dy of the innermost slice dim
+	flat                             reduceFlat
+}
+
+// reduceFlat is the flat kernel's part of the layout (reduce_flat in
+// gen/reduce.cuh): x seen as [O, k, I]; packs of 16 bytes.
+type reduceFlat struct {
+	packs int64     // of x and dx
+	ip    int64     // I/N packs across the inner dims, 0 when I == 1
+	magic [2]uint64 // divMagic by the packs of one outer index, by ip
+	shift [2]int32
 }
 
 // Geometry. A slice (the k elements reduced into one output) is cut into
@@ -298,6 +310,50 @@ func oneGeometry(geo reduceGeom, k, rowBytes int64) (reduceGeom, bool) {
 	return geo, geo.nchunks <= redOneMaxChunks
 }
 
+// flatGeometry is the flat kernel's layout for x of shape, reduced along
+// axis: a 16-byte pack of N elements must lie in one slice (I == 1, k a
+// multiple of N) or in N adjacent ones (I a multiple of N); else packs is 0.
+func flatGeometry(shape []int, axis int, numel int64, size int) reduceFlat {
+	n := int64(16 / size)
+	k, inner := int64(shape[axis]), int64(1)
+	for _, d := range shape[axis+1:] {
+		inner *= int64(d)
+	}
+	var f reduceFlat
+	switch {
+	case inner == 1 && k%n == 0:
+		f.magic[0], f.shift[0] = divMagic(k / n)
+	case inner > 1 && inner%n == 0:
+		f.ip = inner / n
+		f.magic[0], f.shift[0] = divMagic(k * f.ip)
+		f.magic[1], f.shift[1] = divMagic(f.ip)
+	default:
+		return f
+	}
+	f.packs = numel / n
+	return f
+}
+
+// dense reports whether Run may take the flat kernel for a: the shape
+// allows it and every operand it reads or writes is contiguous and 16-byte
+// aligned.
+func (p *ReduceBackward) dense(a *ReduceArgs) bool {
+	if p.flat.packs == 0 {
+		return false
+	}
+	ts := [4]*Tensor{&a.DY, &a.DX, &a.X, &a.Y}
+	n := 2
+	if p.desc.Op.needsSaved() {
+		n = 4
+	}
+	for _, t := range ts[:n] {
+		if t.Buf.Addr%16 != 0 || !t.isContiguous() {
+			return false
+		}
+	}
+	return true
+}
+
 // colVec is RedColVec in reduce.cuh: adjacent slices per col thread in one
 // 16-byte access, but 8 bytes (4 slices) for f16/bf16 ops with statistics.
 func colVec(dt dtype.DType, op ReduceOp) int64 {
@@ -351,12 +407,13 @@ func NewReduceBackward(desc ReduceDesc) (*ReduceBackward, error) {
 	p.desc.Shape = p.shape
 	p.keep = append([]int(nil), desc.Shape...)
 	p.keep[axis] = 1
-	refs := []struct {
+	type kref struct {
 		variant string
 		ref     **kernelRef
-	}{{"row", &p.rowK}, {"col", &p.colK}, {"stats", &p.stats}, {"apply", &p.apply}, {"one", &p.oneK}}
-	if !desc.Op.hasStats() {
-		refs = refs[:2]
+	}
+	refs := []kref{{"row", &p.rowK}, {"col", &p.colK}, {"flat", &p.flatK}}
+	if desc.Op.hasStats() {
+		refs = append(refs[:2], kref{"stats", &p.stats}, kref{"apply", &p.apply}, kref{"one", &p.oneK})
 	}
 	for _, r := range refs {
 		name, ok := lookupKernel("reduce", desc.Op.String(), desc.DType, r.variant)
@@ -377,6 +434,9 @@ func NewReduceBackward(desc ReduceDesc) (*ReduceBackward, error) {
 	}
 	if numel > 0 {
 		p.slices = numel / k
+		if p.flatK != nil {
+			p.flat = flatGeometry(desc.Shape, axis, numel, desc.DType.Size())
+		}
 		p.row = rowGeometry(p.slices, k, desc.DType.Size())
 		p.col = colGeometry(p.slices, k, colVec(desc.DType, desc.Op))
 		if desc.Op.hasStats() {
@@ -413,7 +473,9 @@ func NewReduceBackward(desc ReduceDesc) (*ReduceBackward, error) {
 	return p, nil
 }
 
-// Kernel identifies the kernel that writes dx for contiguous operands: the
+// Kernel identifies the kernel that writes dx for contiguous operands
+// (16-byte aligned, as allocations are): "flat" for Sum, Mean, Norm2 and
+// LogSumExp where the shape allows it (see flatGeometry); else the
 // "row" variant when the reduced axis is innermost, else "col"; "apply"
 // (after "stats") when an op with statistics splits its slices, but "one"
 // for Var and Std split along an outer axis (Run takes it where x is
@@ -423,6 +485,9 @@ func (p *ReduceBackward) Kernel() KernelInfo {
 	inner := int64(1)
 	for _, d := range p.shape[p.axis+1:] {
 		inner *= int64(d)
+	}
+	if p.flat.packs > 0 {
+		return KernelInfo{Name: p.flatK.name, Family: "reduce", Op: p.id.op, DType: p.desc.DType, Backend: backend}
 	}
 	ref, geo := p.colK, p.col
 	if p.k > 1 && inner == 1 {
@@ -683,6 +748,9 @@ func (p *ReduceBackward) colVectorizable(x, dx *Tensor, dim *[MaxRank]int64, st 
 
 // blocks is the grid a launch of L needs before the resident limit.
 func (L *reduceLayout) blocks() int64 {
+	if L.flat.packs > 0 {
+		return int64(gridCover(L.flat.packs, redBlock))
+	}
 	if L.phase == redPhaseTotal {
 		return ceilDiv(L.slices, redBlock/32) // a warp per slice
 	}
@@ -710,8 +778,16 @@ func (p *ReduceBackward) Run(s *driver.Stream, a *ReduceArgs) error {
 		return nil
 	}
 	var L reduceLayout
-	p.layout(a, &L)
 	ctx := s.Context()
+	if p.dense(a) {
+		lf, err := p.flatK.resolve(ctx)
+		if err != nil {
+			return err
+		}
+		L = reduceLayout{k: p.k, slices: p.slices, chunk: p.k, nchunks: 1, scale: p.scale, flat: p.flat}
+		return p.launch(s, lf, a, &L)
+	}
+	p.layout(a, &L)
 	main := p.colK
 	if L.mapping == redRow {
 		main = p.rowK
@@ -774,7 +850,8 @@ func (p *ReduceBackward) launchSmem(s *driver.Stream, lf *loadedFunction, a *Red
 	// bandwidth, mean 87% -> 92%; along axis 0 and in bf16 within a point).
 	// The kernels that read x keep the grid of resident blocks, which
 	// measured faster for most of them (the bf16 row cases by 4 points).
-	if limit := int64(lf.sms * per); grid > limit && (smem > 0 || p.desc.Op.needsSaved()) {
+	// The flat kernel is elementwise: gridCover's grid.
+	if limit := int64(lf.sms * per); grid > limit && L.flat.packs == 0 && (smem > 0 || p.desc.Op.needsSaved()) {
 		grid = limit
 	}
 	grid = min(grid, maxGridX)

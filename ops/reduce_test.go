@@ -28,8 +28,8 @@ func redTensor(dt dtype.DType, shape ...int) Tensor {
 }
 
 func TestReduceLayoutMatchesCUDA(t *testing.T) {
-	if got := unsafe.Sizeof(reduceLayout{}); got != 392 {
-		t.Fatalf("reduceLayout is %d bytes, ReduceLayout in reduce.cuh 392", got)
+	if got := unsafe.Sizeof(reduceLayout{}); got != 432 {
+		t.Fatalf("reduceLayout is %d bytes, ReduceLayout in reduce.cuh 432", got)
 	}
 	f := familyByName("reduce")
 	if f == nil {
@@ -158,8 +158,11 @@ func TestReduceDesc(t *testing.T) {
 		{ReduceMax, []int{4096, 4096}, 0, "reduce_bw_max_f32_apply"},
 		{ReduceVar, []int{4096, 4096}, 0, "reduce_bw_var_f32_one"},
 		{ReduceVar, []int{100000, 3}, 0, "reduce_bw_var_f32_apply"},
-		{ReduceSum, []int{4096, 4096}, 0, "reduce_bw_sum_f32_col"},
-		{ReduceSum, []int{8, 1}, 0, "reduce_bw_sum_f32_row"},
+		{ReduceSum, []int{4096, 4096}, 0, "reduce_bw_sum_f32_flat"},
+		{ReduceSum, []int{4096, 4095}, 0, "reduce_bw_sum_f32_col"},
+		{ReduceSum, []int{8, 1}, 0, "reduce_bw_sum_f32_flat"},
+		{ReduceSum, []int{7, 1}, 0, "reduce_bw_sum_f32_row"},
+		{ReduceLogSumExp, []int{4096, 4096}, 1, "reduce_bw_logsumexp_f32_flat"},
 		{ReduceStd, []int{3, 1 << 20}, 1, "reduce_bw_std_f32_apply"},
 	} {
 		q, err := NewReduceBackward(ReduceDesc{Op: c.op, DType: dtype.F32, Shape: c.shape, Axis: c.axis})
@@ -403,6 +406,82 @@ func TestReduceGeometry(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestReduceFlat: which shapes the flat kernel takes, its division
+// constants, and which operands keep Run on the row and col kernels.
+func TestReduceFlat(t *testing.T) {
+	for _, c := range []struct {
+		dt         dtype.DType
+		shape      []int
+		axis       int
+		packs, ip  int64
+		div0, div1 int64
+	}{
+		{dtype.F32, []int{4096, 4096}, 1, 1 << 22, 0, 1024, 0}, // a slice of 1024 packs
+		{dtype.F32, []int{4096, 4096}, 0, 1 << 22, 1024, 1 << 22, 1024},
+		{dtype.BF16, []int{6, 24, 40}, 1, 6 * 24 * 5, 5, 24 * 5, 5}, // I = 40: 5 packs of 8
+		{dtype.F64, []int{3, 6}, 1, 9, 0, 3, 0},
+		{dtype.F64, []int{5, 3, 2}, 0, 15, 3, 15, 3},
+		{dtype.F32, []int{3, 5}, 1, 0, 0, 0, 0},     // k = 5 is no multiple of 4
+		{dtype.F16, []int{4, 5, 12}, 1, 0, 0, 0, 0}, // I = 12 is no multiple of 8
+		{dtype.F32, []int{7}, 0, 0, 0, 0, 0},
+	} {
+		f := flatGeometry(c.shape, c.axis, numel(c.shape), c.dt.Size())
+		if f.packs != c.packs || f.ip != c.ip {
+			t.Errorf("%s %v axis %d: packs %d ip %d, want %d %d", c.dt, c.shape, c.axis, f.packs, f.ip, c.packs, c.ip)
+			continue
+		}
+		for i, d := range [2]int64{c.div0, c.div1} {
+			if d == 0 {
+				continue
+			}
+			if m, sh := divMagic(d); f.magic[i] != m || f.shift[i] != sh {
+				t.Errorf("%s %v axis %d: divisor %d is %d, not %d", c.dt, c.shape, c.axis, i, f.magic[i], d)
+			}
+		}
+	}
+	for _, op := range ReduceOps() {
+		p, err := NewReduceBackward(ReduceDesc{Op: op, DType: dtype.F32, Shape: []int{64, 32}, Axis: 0, Correction: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := p.flatK != nil, !op.hasStats(); got != want {
+			t.Errorf("%s: flat kernel %v, want %v", op, got, want)
+		}
+		a := redArgs(p)
+		if got := p.dense(&a); got != !op.hasStats() {
+			t.Errorf("%s: dense %v for contiguous operands", op, got)
+		}
+	}
+	p, err := NewReduceBackward(ReduceDesc{Op: ReduceNorm2, DType: dtype.F32, Shape: []int{64, 32}, Axis: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, f := range map[string]func(a *ReduceArgs){
+		"x 8-byte aligned": func(a *ReduceArgs) { a.X.Buf.Addr += 8 },
+		"y misaligned":     func(a *ReduceArgs) { a.Y.Buf.Addr += 4 },
+		"dy strided":       func(a *ReduceArgs) { a.DY.Strides = []int{2, 1}; a.DY.Buf.Size *= 2 },
+		"dx transposed":    func(a *ReduceArgs) { a.DX.Strides = []int{1, 64} },
+	} {
+		a := redArgs(p)
+		f(&a)
+		if err := p.Check(&a); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if p.dense(&a) {
+			t.Errorf("%s: Run would take the flat kernel", name)
+		}
+	}
+	s, err := NewReduceBackward(ReduceDesc{Op: ReduceSum, DType: dtype.F32, Shape: []int{64, 32}, Axis: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := redArgs(s)
+	a.X.Buf.Addr, a.Y.Buf.Addr = 3, 5 // Sum reads neither
+	if !s.dense(&a) {
+		t.Error("sum: x and y decided the flat kernel")
 	}
 }
 
