@@ -849,9 +849,12 @@ func (p *ReduceBackward) launchSmem(s *driver.Stream, lf *loadedFunction, a *Red
 	// faster for them on an H100 (axis 1 f32: sum 86% -> 88% of copy
 	// bandwidth, mean 87% -> 92%; along axis 0 and in bf16 within a point).
 	// The kernels that read x keep the grid of resident blocks, which
-	// measured faster for most of them (the bf16 row cases by 4 points).
-	// The flat kernel is elementwise: gridCover's grid.
-	if limit := int64(lf.sms * per); grid > limit && L.flat.packs == 0 && (smem > 0 || p.desc.Op.needsSaved()) {
+	// measured faster for most of them (the bf16 row cases by 4 points),
+	// but not for the f32 row kernels: without it, axis 1 f32 var 86% ->
+	// 88%, std, max and min 85-86% -> 86-87%, prod 78% -> 77% (three
+	// rounds each). The flat kernel is elementwise: gridCover's grid.
+	capped := smem > 0 || (p.desc.Op.needsSaved() && (L.mapping != redRow || p.desc.DType != dtype.F32))
+	if limit := int64(lf.sms * per); grid > limit && L.flat.packs == 0 && capped {
 		grid = limit
 	}
 	grid = min(grid, maxGridX)
