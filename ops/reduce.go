@@ -411,9 +411,11 @@ func NewReduceBackward(desc ReduceDesc) (*ReduceBackward, error) {
 		variant string
 		ref     **kernelRef
 	}
-	refs := []kref{{"row", &p.rowK}, {"col", &p.colK}, {"flat", &p.flatK}}
+	refs := []kref{{"row", &p.rowK}, {"col", &p.colK}}
 	if desc.Op.hasStats() {
-		refs = append(refs[:2], kref{"stats", &p.stats}, kref{"apply", &p.apply}, kref{"one", &p.oneK})
+		refs = append(refs, kref{"stats", &p.stats}, kref{"apply", &p.apply}, kref{"one", &p.oneK})
+	} else {
+		refs = append(refs, kref{"flat", &p.flatK})
 	}
 	for _, r := range refs {
 		name, ok := lookupKernel("reduce", desc.Op.String(), desc.DType, r.variant)
@@ -482,12 +484,12 @@ func NewReduceBackward(desc ReduceDesc) (*ReduceBackward, error) {
 // larger than the GPU's L2 cache, else "stats" and "apply"). Strided
 // operands may take the other mapping.
 func (p *ReduceBackward) Kernel() KernelInfo {
+	if p.flat.packs > 0 {
+		return KernelInfo{Name: p.flatK.name, Family: "reduce", Op: p.id.op, DType: p.desc.DType, Backend: backend}
+	}
 	inner := int64(1)
 	for _, d := range p.shape[p.axis+1:] {
 		inner *= int64(d)
-	}
-	if p.flat.packs > 0 {
-		return KernelInfo{Name: p.flatK.name, Family: "reduce", Op: p.id.op, DType: p.desc.DType, Backend: backend}
 	}
 	ref, geo := p.colK, p.col
 	if p.k > 1 && inner == 1 {
@@ -760,8 +762,9 @@ func (L *reduceLayout) blocks() int64 {
 	return L.tiles
 }
 
-// Run validates args and enqueues the kernels on s: the row or col kernel
-// (by the operands' strides), or, when an op with statistics splits its
+// Run validates args and enqueues the kernels on s: the flat kernel for an
+// op without statistics on dense operands (see dense), else the row or col
+// kernel (by the operands' strides), or, when an op with statistics splits its
 // slices into chunks, the one kernel (col, after a memset of its counters)
 // or the stats kernel then the apply kernel twice (the slices' totals,
 // then dx; max, min and prod need only the first); nothing for an empty
