@@ -841,11 +841,12 @@ template <typename M> __device__ __forceinline__ RedAcc<M> red_shfl0(const RedAc
 
 // red_total_fix rewrites the chunks of slice s whose provisional dx is
 // wrong (one warp; acc is the slice's total, cx its context; xo, xs and
-// dof, ds the slice's offset and stride along the axis in x and dx). It is a call, not inlined, so that the
-// common path of red_total (no rewrite) stays as compact as before it
-// batched its loads: inlined, the larger rewrite cost the untied slices of
-// prod bf16 along axis 0 1.5 us (H100). It takes scalars, not the layout,
-// whose address would send the kernel parameter through local memory.
+// dof, ds the slice's offset and stride along the axis in x and dx). It
+// is a call, not inlined, so that the common path of red_total (no
+// rewrite) stays as compact as before it batched its loads: inlined, the
+// larger rewrite cost the untied slices of prod bf16 along axis 0 1.5 us
+// (H100). It takes scalars, not the layout, whose address would send the
+// kernel parameter through local memory.
 template <typename T, typename Op>
 __device__ __noinline__ void red_total_fix(const T* __restrict__ x, T* __restrict__ dx,
 		const RedAcc<typename OpMath<T>::type>* __restrict__ ws, RedAcc<typename OpMath<T>::type> acc,

@@ -888,7 +888,8 @@ __device__ __forceinline__ bool tile_needs_x(const T* __restrict__ y, const Scan
 // a tile whose y tells it has nothing to fold costs one load, not a block
 // of 256 threads (a block per tile took 40 us for 4096 such tiles on an
 // H100). A lane that must read x walks the tile's rows itself, 8 loads
-// at a time.
+// at a time, each batch folded by Op::fold (x_fill past the tile changes
+// nothing).
 template <typename T, typename Op>
 __device__ __forceinline__ void scan_fwd_tiles_col(const T* __restrict__ x, const T* __restrict__ y,
 		unsigned char* __restrict__ ws, const ScanLayout& L) {
@@ -913,8 +914,7 @@ __device__ __forceinline__ void scan_fwd_tiles_col(const T* __restrict__ x, cons
 			M v[8];
 #pragma unroll
 			for (int i = 0; i < 8; ++i) v[i] = k + i < tk1 ? to_op(scan_ld(p + (k + i) * st)) : Op::template x_fill<M>();
-#pragma unroll
-			for (int i = 0; i < 8; ++i) f = Op::fwd_combine(f, Op::fwd_value(v[i]));
+			f = Op::fwd_combine(f, Op::template fold<M, 8>(v));
 		}
 	}
 	reinterpret_cast<M*>(ws + L.ws_fwd)[q * L.nslices + s] = f;

@@ -764,11 +764,11 @@ func (L *reduceLayout) blocks() int64 {
 
 // Run validates args and enqueues the kernels on s: the flat kernel for an
 // op without statistics on dense operands (see dense), else the row or col
-// kernel (by the operands' strides), or, when an op with statistics splits its
-// slices into chunks, the one kernel (col, after a memset of its counters)
-// or the stats kernel then the apply kernel twice (the slices' totals,
-// then dx; max, min and prod need only the first); nothing for an empty
-// tensor. It never allocates device memory, copies from the host or
+// kernel (by the operands' strides), or, when an op with statistics splits
+// its slices into chunks, the one kernel (col, after a memset of its
+// counters) or the stats kernel then the apply kernel twice (the slices'
+// totals, then dx; max, min and prod need only the first); nothing for an
+// empty tensor. It never allocates device memory, copies from the host or
 // synchronizes.
 func (p *ReduceBackward) Run(s *driver.Stream, a *ReduceArgs) error {
 	if s == nil {
@@ -856,8 +856,8 @@ func (p *ReduceBackward) launchSmem(s *driver.Stream, lf *loadedFunction, a *Red
 	// but not for the f32 row kernels: without it, axis 1 f32 var 86% ->
 	// 88%, std, max and min 85-86% -> 86-87%, prod 78% -> 77% (three
 	// rounds each). The flat kernel is elementwise: gridCover's grid.
-	capped := smem > 0 || (p.desc.Op.needsSaved() && (L.mapping != redRow || p.desc.DType != dtype.F32))
-	if limit := int64(lf.sms * per); grid > limit && L.flat.packs == 0 && capped {
+	capped := L.flat.packs == 0 && (smem > 0 || (p.desc.Op.needsSaved() && (L.mapping != redRow || p.desc.DType != dtype.F32)))
+	if limit := int64(lf.sms * per); grid > limit && capped {
 		grid = limit
 	}
 	grid = min(grid, maxGridX)
