@@ -95,6 +95,9 @@ func generate(root string, check bool) error {
 			return err
 		}
 		for _, bd := range builds {
+			if !bd.hasFamily(f) {
+				continue
+			}
 			mod := f.Name + bd.Suffix
 			cu := f.instantiations(bd)
 			outputs[filepath.Join("gen", "z"+mod+".cu")] = cu
@@ -151,7 +154,9 @@ func checkNoStrayModules(root string, check bool) error {
 	known := map[string]bool{}
 	for _, f := range families {
 		for _, bd := range builds {
-			known[f.Name+bd.Suffix+".ptx"] = true
+			if bd.hasFamily(f) {
+				known[f.Name+bd.Suffix+".ptx"] = true
+			}
 		}
 	}
 	entries, err := os.ReadDir(filepath.Join(root, "kernels", "ptx"))
@@ -251,7 +256,9 @@ func verifyPTX(root string) error {
 	failed := 0
 	for _, f := range families {
 		for _, bd := range builds {
-			failed += verifyModule(root, f.Name+bd.Suffix, bd.Verify, spill)
+			if bd.hasFamily(f) {
+				failed += verifyModule(root, f.Name+bd.Suffix, bd.Verify, spill)
+			}
 		}
 	}
 	if failed > 0 {

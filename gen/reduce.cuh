@@ -63,7 +63,14 @@
 template <typename T> struct RedCache { static constexpr int packs = sizeof(T) == 8 ? 2 : 4; };
 
 enum { RED_ROW = 0, RED_COL = 1 };
-enum { RED_FUSED = 0, RED_STATS = 1, RED_APPLY = 2, RED_ONE = 3 };
+enum { RED_FUSED = 0, RED_STATS = 1, RED_APPLY = 2, RED_ONE = 3, RED_CLUSTER = 4 };
+// RED_CLUSTER_BLOCKS: blocks per thread block cluster of the cluster
+// kernel, which cuts each split slice into that many chunks (redCluster in
+// the spec).
+#define RED_CLUSTER_BLOCKS 2
+// RED_CLUSTER_HMAX: the cluster kernel's most threads along k per block
+// (the other col kernels take at most 8; the launcher gives it 32).
+#define RED_CLUSTER_HMAX 32
 enum { RED_PHASE_APPLY = 0, RED_PHASE_TOTAL = 1 };
 
 // ReduceLayout is passed by value (mirrored by reduceLayout in ops/reduce.go).
@@ -619,9 +626,9 @@ template <typename M> __device__ __forceinline__ int* red_one_counters(RedAcc<M>
 
 // red_col_fold combines each of the thread's V statistics over the H
 // threads of its column of the block (shared memory, h in index order: a
-// fixed order) and returns the result to all H of them. Every thread of
-// the block calls it.
-template <typename Op, int V, typename M>
+// fixed order) and returns the result to all H of them (H <= HMax). Every
+// thread of the block calls it.
+template <typename Op, int V, int HMax, typename M>
 __device__ __forceinline__ void red_col_fold(RedAcc<M> (&acc)[V], const ReduceLayout& L, int sl, RedAcc<M>* sm) {
 	const int H = L.group;
 	const int W = RED_BLOCK / H;
@@ -632,7 +639,7 @@ __device__ __forceinline__ void red_col_fold(RedAcc<M> (&acc)[V], const ReduceLa
 	for (int v = 0; v < V; ++v) {
 		RedAcc<M> tot = sm[v * RED_BLOCK + sl];
 #pragma unroll
-		for (int h = 1; h < 8; ++h) {
+		for (int h = 1; h < HMax; ++h) {
 			if (h < H) Op::combine(tot, sm[v * RED_BLOCK + h * W + sl]);
 		}
 		acc[v] = tot;
@@ -670,7 +677,79 @@ __device__ __forceinline__ void red_one_totals(RedAcc<M> (&acc)[V], RedAcc<M>* _
 			for (int v = 0; v < V; ++v) Op::combine(acc[v], red_ldcg(ws + (i64)c * L.slices + s0 + v));
 		}
 	}
-	red_col_fold<Op, V>(acc, L, sl, sm);
+	red_col_fold<Op, V, 8>(acc, L, sl, sm);
+}
+
+// The cluster kernel (RED_CLUSTER, compute capability 9.0): a split col
+// slice block is cut into RED_CLUSTER_BLOCKS chunks, and its tiles are the
+// blocks of one thread block cluster (the kernel declares the cluster
+// size, so a plain launch of tiles blocks groups them: block b is chunk
+// b % RED_CLUSTER_BLOCKS of slice block b / RED_CLUSTER_BLOCKS, and its rank in the
+// cluster). A cluster's blocks run at the same time, so a tile waits only
+// for the other chunks of its slice block, all of them running, and the
+// partials never leave the SMs: each block publishes its own in shared
+// memory, and after a cluster barrier every block reads all of them
+// through distributed shared memory and combines them in rank order (the
+// same bits in each). No workspace, no second launch.
+#if __CUDA_ARCH__ >= 900
+// red_dsmem reads the entry at p (this block's shared memory) in the block
+// of cluster rank r.
+__device__ __forceinline__ unsigned red_dsmem_addr(const void* p, unsigned r) {
+	unsigned a;
+	asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(a) : "r"((unsigned)__cvta_generic_to_shared(p)), "r"(r));
+	return a;
+}
+__device__ __forceinline__ RedAcc<float> red_dsmem(const RedAcc<float>* p, unsigned r) {
+	float a;
+	int z;
+	asm volatile("ld.shared::cluster.v2.b32 {%0, %1}, [%2];" : "=f"(a), "=r"(z) : "r"(red_dsmem_addr(p, r)) : "memory");
+	return red_acc(a, z);
+}
+__device__ __forceinline__ RedAcc<double> red_dsmem(const RedAcc<double>* p, unsigned r) {
+	const unsigned q = red_dsmem_addr(p, r);
+	double a;
+	int z;
+	asm volatile("ld.shared::cluster.f64 %0, [%2];\n\tld.shared::cluster.b32 %1, [%2+8];" : "=d"(a), "=r"(z) : "r"(q) : "memory");
+	return red_acc(a, z);
+}
+// barrier.cluster.arrive releases and .wait acquires (PTX ISA 7.8's only
+// forms): what a block's threads stored to shared memory before arriving
+// is visible to every thread of the cluster after its wait.
+__device__ __forceinline__ void red_cluster_arrive() { asm volatile("barrier.cluster.arrive;" ::: "memory"); }
+__device__ __forceinline__ void red_cluster_wait() { asm volatile("barrier.cluster.wait;" ::: "memory"); }
+#else
+template <typename M> __device__ __forceinline__ RedAcc<M> red_dsmem(const RedAcc<M>* p, unsigned) { return *p; }
+__device__ __forceinline__ void red_cluster_arrive() {}
+__device__ __forceinline__ void red_cluster_wait() {}
+#endif
+
+// red_cluster_totals: the fold has left the block's partials of the
+// thread's V slices in acc. Thread kt == 0 of each column publishes them
+// in sm (free after the fold); after the cluster barrier acc becomes the
+// totals, own keeps the block's partials (for fix_chunk). Every thread
+// arrives at the cluster barrier a second time once its reads are done;
+// the kernel waits on it before it exits, so that no block's shared
+// memory goes while another block may still read it.
+template <typename Op, int V, typename M>
+__device__ __forceinline__ void red_cluster_totals(RedAcc<M> (&acc)[V], RedAcc<M> (&own)[V], bool active, int sl,
+		int kt, RedAcc<M>* sm) {
+#pragma unroll
+	for (int v = 0; v < V; ++v) {
+		own[v] = acc[v];
+		if (kt == 0) sm[v * RED_BLOCK + sl] = acc[v];
+	}
+	red_cluster_arrive();
+	red_cluster_wait();
+	if (active) {
+#pragma unroll
+		for (int v = 0; v < V; ++v) {
+			RedAcc<M> tot = red_dsmem(sm + v * RED_BLOCK + sl, 0);
+#pragma unroll
+			for (int r = 1; r < RED_CLUSTER_BLOCKS; ++r) Op::combine(tot, red_dsmem(sm + v * RED_BLOCK + sl, r));
+			acc[v] = tot;
+		}
+	}
+	red_cluster_arrive();
 }
 
 // One col-mapping tile: a block of W = 256/H threads across slices, each
@@ -691,7 +770,7 @@ __device__ __forceinline__ void red_col_tile(const T* __restrict__ x, const T* _
 	const i64 s0 = (st * W + sl) * V;  // the launcher makes S a multiple of V
 	const bool active = s0 < L.slices;
 	const i64 j0 = c * L.chunk;
-	i64 len = 0;
+	i64 len = 0;  // (a cluster's last chunks may be empty: len <= 0)
 	RedOff o = {0, 0, 0, 0};
 	M g[V], yv[V];
 #pragma unroll
@@ -754,7 +833,9 @@ __device__ __forceinline__ void red_col_tile(const T* __restrict__ x, const T* _
 			for (int v = 0; v < V; ++v) acc[v] = ws[L.slices * L.nchunks + s0 + v];  // red_total's
 		}
 	} else if (Op::stats) {
-		red_col_fold<Op, V>(acc, L, sl, sm);
+		red_col_fold<Op, V, Pass == RED_CLUSTER ? RED_CLUSTER_HMAX : 8>(acc, L, sl, sm);
+		RedAcc<M> own[V];
+		if (Pass == RED_CLUSTER) red_cluster_totals<Op, V>(acc, own, active, sl, kt, sm);
 		if (Pass == RED_STATS || Pass == RED_ONE) {
 			if (active && kt == 0) {
 #pragma unroll
@@ -764,9 +845,11 @@ __device__ __forceinline__ void red_col_tile(const T* __restrict__ x, const T* _
 			red_one_totals<Op, V>(acc, ws, L, st, s0, active, sl, kt, sm);
 		}
 		if (prov) {
+			// Only a chunk whose provisional dx can be wrong is rewritten
+			// (red_total's test); with nchunks == 1 that is fix() alone.
 			need = false;
 #pragma unroll
-			for (int v = 0; v < V; ++v) need = need || Op::fix(acc[v]);
+			for (int v = 0; v < V; ++v) need = need || (Op::fix(acc[v]) && (Pass != RED_CLUSTER || Op::fix_chunk(acc[v], own[v])));
 		}
 	}
 	if (!active || !need) return;
@@ -1003,6 +1086,30 @@ __device__ __forceinline__ void reduce_one(const T* __restrict__ x, const T* __r
 	if (!Op::stats || Op::provisional) return;
 	__shared__ RedAcc<M> sm[RED_BLOCK * RedColVec<T, Op>::n];
 	red_col_pass<T, Op, RED_ONE>(x, y, dy, dx, static_cast<RedAcc<M>*>(ws), L, sm);
+}
+
+// reduce_cluster: the cluster kernel, one tile per block (see
+// red_cluster_totals); empty below compute capability 9.0 and for ops
+// without statistics (it is only launched from the compute_90 build).
+template <typename T, typename Op>
+__device__ __forceinline__ void reduce_cluster(const T* __restrict__ x, const T* __restrict__ y,
+		const T* __restrict__ dy, T* __restrict__ dx, void* __restrict__ ws, const ReduceLayout& L) {
+#if __CUDA_ARCH__ >= 900
+	typedef typename OpMath<T>::type M;
+	if (!Op::stats) return;
+	constexpr int V = RedColVec<T, Op>::n;
+	__shared__ __align__(16) RedAcc<M> sm[RED_BLOCK * V];
+	RedAcc<M>* w = static_cast<RedAcc<M>*>(ws);
+	const i64 t = blockIdx.x;
+	if (L.cvec == V) {
+		red_col_tile<T, Op, RED_CLUSTER, V>(x, y, dy, dx, w, L, t, sm);
+	} else if (V > 2 && L.cvec == V / 2) {
+		red_col_tile<T, Op, RED_CLUSTER, (V > 2 ? V / 2 : 1)>(x, y, dy, dx, w, L, t, sm);
+	} else {
+		red_col_tile<T, Op, RED_CLUSTER, 1>(x, y, dy, dx, w, L, t, sm);
+	}
+	red_cluster_wait();
+#endif
 }
 
 template <typename T, typename Op>

@@ -32,6 +32,14 @@ type Op struct {
 type Variant struct {
 	Name     string // "" for a family with a single shape
 	Template string // C++ function template called with <T, Functor>
+	// MinMajor, when set, keeps the variant out of every build for an
+	// older architecture: its kernels use instructions of compute
+	// capability MinMajor (thread block clusters: 9).
+	MinMajor int
+	// Cluster, when set, is the thread block cluster size the kernels
+	// declare (__cluster_dims__): a plain launch then runs the grid as
+	// clusters of that many consecutive blocks.
+	Cluster int
 }
 
 // Family is one PTX module: one .cuh body, one ABI, one Go launcher.
@@ -69,8 +77,13 @@ type Build struct {
 	Suffix   string        // module name suffix, "" for the base build
 	Arch     string        // nvcc's -arch
 	MinMajor int           // lowest compute capability major that loads it
-	DTypes   []dtype.DType // nil: every kernel (the base build)
-	Verify   []string      // real architectures ptxas must accept it for
+	DTypes   []dtype.DType // nil: every dtype
+	// Families and Variants, when set, restrict the build to those
+	// families (modules) and variants; nil: every family, and every
+	// variant whose MinMajor the build reaches.
+	Families []string
+	Variants []string
+	Verify   []string // real architectures ptxas must accept it for
 	// MinBlocks replaces a family's MinBlocks in this build (family name
 	// -> blocks), where a tighter register budget pays without spilling.
 	MinBlocks map[string]int
@@ -88,6 +101,29 @@ var builds = []Build{
 	// unchanged. For compute_70 the f64 prod kernels would spill.
 	{Suffix: "_sm80", Arch: "compute_80", MinMajor: 8, DTypes: []dtype.DType{dtype.BF16}, Verify: []string{"sm_80", "sm_90"},
 		MinBlocks: map[string]int{"reduce": 3}},
+	// compute_90 for what only Hopper has: the reduce family's "cluster"
+	// variant (thread block clusters, distributed shared memory), every
+	// dtype. The other kernels keep their builds.
+	{Suffix: "_sm90", Arch: "compute_90", MinMajor: 9, Families: []string{"reduce"}, Variants: []string{"cluster"},
+		Verify: []string{"sm_90"}},
+}
+
+// holds reports whether the build compiles kernel k.
+func (b Build) holds(k kernel) bool {
+	return b.has(k.DType) && b.hasFamily(k.Family) && (b.Variants == nil || contains(b.Variants, k.Variant.Name)) &&
+		k.Variant.MinMajor <= b.MinMajor
+}
+
+// hasFamily reports whether the build makes a module of family f.
+func (b Build) hasFamily(f *Family) bool { return b.Families == nil || contains(b.Families, f.Name) }
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
 }
 
 // has reports whether the build compiles kernels of dtype dt.

@@ -10,8 +10,17 @@ package main
 // statistics are complete); those three are empty for ops without
 // statistics, "one" also for max, min and prod. "flat" is the ops without
 // statistics on dense operands (an elementwise map of x with dy and y
-// broadcast), empty for the others. Layout is ReduceLayout in reduce.cuh
+// broadcast), empty for the others. "cluster" (compute capability 9.0 and
+// up, its own build) runs the split col slices of an op with statistics in
+// one launch: the redCluster chunks of a slice block are the blocks of one
+// thread block cluster, which combine their partials through distributed
+// shared memory (empty for ops without statistics). Layout is ReduceLayout in reduce.cuh
 // (mirrored by reduceLayout in ops/reduce.go).
+// redCluster is the cluster variant's blocks per cluster
+// (RED_CLUSTER_BLOCKS in reduce.cuh, redCluster in ops/reduce.go): 2, which
+// measured faster than 4 and 8 on an H100 (docs/benchmarks.md).
+const redCluster = 2
+
 var reduceFamily = Family{
 	Name:      "reduce",
 	Prefix:    "reduce_bw",
@@ -45,5 +54,6 @@ var reduceFamily = Family{
 		{Name: "stats", Template: "reduce_stats"},
 		{Name: "apply", Template: "reduce_apply"},
 		{Name: "one", Template: "reduce_one"},
+		{Name: "cluster", Template: "reduce_cluster", MinMajor: 9, Cluster: redCluster},
 	},
 }

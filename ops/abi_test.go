@@ -70,25 +70,37 @@ func TestLaunchersPackABI(t *testing.T) {
 
 // TestModuleFor: bf16 kernels load from the compute_80 build on compute
 // capability 8.0 and newer, everything else (and everything under
-// BARACUDA_BASE_PTX) from the base build.
+// BARACUDA_BASE_PTX) from the base build; the reduce cluster kernels only
+// from the compute_90 build, and from no module below 9.0 or under
+// BARACUDA_BASE_PTX.
 func TestModuleFor(t *testing.T) {
 	cases := []struct {
-		dt    dtype.DType
-		major int
-		base  bool
-		want  string
+		variant string
+		dt      dtype.DType
+		major   int
+		base    bool
+		want    string
 	}{
-		{dtype.BF16, 9, false, "reduce_sm80"},
-		{dtype.BF16, 8, false, "reduce_sm80"},
-		{dtype.BF16, 7, false, "reduce"},
-		{dtype.BF16, 9, true, "reduce"},
-		{dtype.F32, 9, false, "reduce"},
-		{dtype.F16, 8, false, "reduce"},
-		{dtype.F64, 9, false, "reduce"},
+		{"col", dtype.BF16, 9, false, "reduce_sm80"},
+		{"col", dtype.BF16, 8, false, "reduce_sm80"},
+		{"col", dtype.BF16, 7, false, "reduce"},
+		{"col", dtype.BF16, 9, true, "reduce"},
+		{"stats", dtype.F32, 9, false, "reduce"},
+		{"row", dtype.F16, 8, false, "reduce"},
+		{"apply", dtype.F64, 9, false, "reduce"},
+		{"cluster", dtype.BF16, 9, false, "reduce_sm90"},
+		{"cluster", dtype.F32, 10, false, "reduce_sm90"},
+		{"cluster", dtype.F64, 9, false, "reduce_sm90"},
+		{"cluster", dtype.F32, 8, false, ""},
+		{"cluster", dtype.BF16, 9, true, ""},
 	}
 	for _, c := range cases {
-		if got := moduleFor("reduce", c.dt, c.major, c.base); got != c.want {
-			t.Errorf("moduleFor(reduce, %s, major %d, base %v) = %q, want %q", c.dt, c.major, c.base, got, c.want)
+		name, ok := lookupKernel("reduce", "var", c.dt, c.variant)
+		if !ok {
+			t.Fatalf("no reduce var %s %s kernel", c.dt, c.variant)
+		}
+		if got := moduleFor(kernelByName(name), c.major, c.base); got != c.want {
+			t.Errorf("moduleFor(%s, major %d, base %v) = %q, want %q", name, c.major, c.base, got, c.want)
 		}
 	}
 }

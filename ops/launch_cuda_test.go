@@ -70,3 +70,49 @@ func BenchmarkLaunchOnly(b *testing.B) {
 		b.Fatal(err)
 	}
 }
+
+// TestReduceClusterBuild: the plan of a split col slice of prod (the
+// cluster ops but f64) has the cluster geometry, and its kernel resolves
+// exactly where the device has compute capability 9.0 or more (from the
+// compute_90 build), else reports errNoBuild (and Run takes the two
+// passes); an op outside clusterOp has no cluster geometry.
+func TestReduceClusterBuild(t *testing.T) {
+	if err := driver.Load(); err != nil {
+		t.Fatal(err)
+	}
+	dev, err := driver.GetDevice(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, err := dev.Context()
+	if err != nil {
+		t.Fatal(err)
+	}
+	major, _, err := dev.ComputeCapability()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dt := range []dtype.DType{dtype.F32, dtype.BF16, dtype.F16} {
+		p, err := NewReduceBackward(ReduceDesc{Op: ReduceProd, DType: dt, Shape: []int{4096, 4096}, Axis: 0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.clu.nchunks != redCluster || p.clu.chunk != 4096/redCluster || p.clu.group != redClusterH {
+			t.Errorf("%s: cluster geometry %+v, want %d chunks of %d", dt, p.clu, redCluster, 4096/redCluster)
+		}
+		_, err = p.cluK.resolve(ctx)
+		switch {
+		case major >= 9 && err != nil:
+			t.Errorf("%s: compute capability %d: cluster kernel: %v", dt, major, err)
+		case major < 9 && err != errNoBuild:
+			t.Errorf("%s: compute capability %d: cluster kernel resolves (%v), want errNoBuild", dt, major, err)
+		}
+	}
+	p, err := NewReduceBackward(ReduceDesc{Op: ReduceMax, DType: dtype.BF16, Shape: []int{4096, 4096}, Axis: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.clu.nchunks != 0 {
+		t.Errorf("max bf16: cluster geometry %+v, want none", p.clu)
+	}
+}

@@ -47,7 +47,11 @@ type loadedFunction struct {
 	l2              int64 // the device's L2 cache in bytes
 }
 
-func loadFunction(ctx *driver.Context, family string, dt dtype.DType, name string, block, smem int) (*loadedFunction, error) {
+// errNoBuild: no module build for the device holds the kernel (a variant
+// for a newer GPU); the launcher then takes another kernel.
+var errNoBuild = errors.New("ops: no build of this kernel for the device")
+
+func loadFunction(ctx *driver.Context, row *kernelRow, block, smem int) (*loadedFunction, error) {
 	// The base PTX targets compute_70: an older GPU would fail inside the
 	// JIT with a bare code, so say what is wrong first.
 	major, minor, err := ctx.Device().ComputeCapability()
@@ -57,7 +61,10 @@ func loadFunction(ctx *driver.Context, family string, dt dtype.DType, name strin
 	if err := driver.CheckComputeCapability(major, minor, MinComputeMajor, MinComputeMinor); err != nil {
 		return nil, err
 	}
-	module := moduleFor(family, dt, major, os.Getenv(BasePTXEnv) != "")
+	module := moduleFor(row, major, os.Getenv(BasePTXEnv) != "")
+	if module == "" {
+		return &loadedFunction{ctx: ctx}, errNoBuild
+	}
 	modules.Lock()
 	defer modules.Unlock()
 	key := moduleKey{ctx, module}
@@ -75,7 +82,7 @@ func loadFunction(ctx *driver.Context, family string, dt dtype.DType, name strin
 		}
 		modules.m[key] = mod
 	}
-	fn, err := mod.Function(name)
+	fn, err := mod.Function(row.name)
 	if err != nil {
 		return nil, err
 	}
@@ -121,6 +128,7 @@ type kernelRef struct {
 	family string
 	dtype  dtype.DType
 	name   string
+	row    *kernelRow
 	block  int
 	smem   int // dynamic shared memory of the launches that use it, if any
 	last   atomic.Pointer[loadedFunction]
@@ -129,14 +137,24 @@ type kernelRef struct {
 // newKernelRef refers to kernel name of family, whose dtype dt picks the
 // module build it loads from.
 func newKernelRef(family, name string, dt dtype.DType) *kernelRef {
-	return &kernelRef{family: family, dtype: dt, name: name, block: familyByName(family).block}
+	return &kernelRef{family: family, dtype: dt, name: name, row: kernelByName(name), block: familyByName(family).block}
 }
 
+// resolve returns the kernel's function in ctx, loading its module on
+// first use; errNoBuild (remembered, like a success) when no build for the
+// device holds it.
 func (k *kernelRef) resolve(ctx *driver.Context) (*loadedFunction, error) {
 	if lf := k.last.Load(); lf != nil && lf.ctx == ctx {
+		if lf.fn == nil {
+			return nil, errNoBuild
+		}
 		return lf, nil
 	}
-	lf, err := loadFunction(ctx, k.family, k.dtype, k.name, k.block, k.smem)
+	lf, err := loadFunction(ctx, k.row, k.block, k.smem)
+	if errors.Is(err, errNoBuild) {
+		k.last.Store(lf)
+		return nil, err
+	}
 	if err != nil {
 		return nil, err
 	}

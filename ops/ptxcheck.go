@@ -65,6 +65,9 @@ func VerifyEmbeddedPTX() []error {
 	for _, f := range familyTable {
 		for i := range buildTable {
 			b := &buildTable[i]
+			if !b.hasFamily(f.name) {
+				continue
+			}
 			name := f.name + b.suffix
 			mods = append(mods, modRef{name, b})
 			src, err := ptx.Module(name)
@@ -81,7 +84,8 @@ func VerifyEmbeddedPTX() []error {
 		}
 	}
 	counted := map[string]int{}
-	for _, k := range kernelTable {
+	for i := range kernelTable {
+		k := &kernelTable[i]
 		f := familyByName(k.family)
 		if f == nil {
 			errs = append(errs, fmt.Errorf("kernel %s: unknown family %q", k.name, k.family))
@@ -90,11 +94,13 @@ func VerifyEmbeddedPTX() []error {
 		if want := naming.Kernel(f.prefix, k.op, k.dtype.Suffix(), k.variant); k.name != want {
 			errs = append(errs, fmt.Errorf("table name %q, speller gives %q", k.name, want))
 		}
+		held := false
 		for i := range buildTable {
 			b := &buildTable[i]
-			if !b.has(k.dtype) {
+			if !b.holds(k) {
 				continue
 			}
+			held = true
 			module := k.family + b.suffix
 			got, ok := entries[module][k.name]
 			if !ok {
@@ -103,6 +109,9 @@ func VerifyEmbeddedPTX() []error {
 			}
 			counted[module]++
 			errs = append(errs, checkParams(k.name, f, got)...)
+		}
+		if !held {
+			errs = append(errs, fmt.Errorf("kernel %s is in the table but in no build", k.name))
 		}
 	}
 	for _, m := range mods {

@@ -141,6 +141,9 @@ type ReduceBackward struct {
 	stats  *kernelRef // split slices, first pass (nil without statistics)
 	apply  *kernelRef // split slices, second pass (nil without statistics)
 	oneK   *kernelRef // split col slices in one launch (nil without statistics)
+	cluK   *kernelRef // ... as thread block clusters (compute capability 9.0)
+	clu    reduceGeom // its geometry; nchunks == 0 where it does not apply
+	cluAny bool       // ... whatever the grid (ReduceClusterEnv)
 	flatK  *kernelRef // dense operands, ops without statistics (nil otherwise)
 	flat   reduceFlat // its layout; flat.packs == 0 where the shape does not allow it
 }
@@ -227,6 +230,61 @@ const (
 // reach it with small tensors), with "never" it never does. It is a kernel
 // developer's knob; users leave it unset.
 const ReduceOneEnv = "BARACUDA_REDUCE_ONE"
+
+// The cluster kernel (compute capability 9.0 and up): where the col
+// mapping splits the slices of an op with statistics, the redCluster
+// chunks of a slice block can run as the blocks of one thread block
+// cluster, which combine their partial statistics through distributed
+// shared memory (gen/reduce.cuh, red_cluster_totals): one launch, no
+// workspace traffic, and a tile waits only for the other chunk of its
+// slice block, which the cluster runs at the same time. A block takes
+// redClusterH threads along the axis (narrow slice blocks, so that there
+// are many). Measured on an H100 (4096x4096 along axis 0, against the two
+// passes; docs/benchmarks.md): prod f32 73% -> 80% of copy bandwidth,
+// bf16 52% -> 61%, max and min f32 76% -> 81%; but max and min bf16 53%
+// -> 38%, var and std no faster (f32 58%, bf16 48%), and 4 or 8 blocks
+// per cluster slower than 2. So Run takes it only for clusterOps (the
+// 16-bit dtypes share bf16's kernel shape; f64 was not timed) and only
+// where its grid is at least a quarter of the GPU's resident blocks (one
+// block per tile, and only redCluster chunks per slice: few slices are
+// better split by the two passes). With fewer
+// chunks than the two passes' (up to 64) the sums of prod round in
+// another order, so its bits differ from a GPU without clusters (each
+// GPU stays bit-stable run to run).
+const (
+	redCluster  = 2
+	redClusterH = 32
+)
+
+// clusterOp reports whether Run may take the cluster kernel for op and dt
+// (see above).
+func clusterOp(op ReduceOp, dt dtype.DType) bool {
+	switch op {
+	case ReduceProd:
+		return dt != dtype.F64
+	case ReduceMax, ReduceMin:
+		return dt == dtype.F32
+	}
+	return false
+}
+
+// ReduceClusterEnv, read when a plan is made, overrides the choice above:
+// "never" keeps plans off the cluster kernel, "always" takes it for every
+// op with statistics whatever the grid (so that tests reach it with small
+// tensors). It is a kernel developer's knob; users leave it unset.
+const ReduceClusterEnv = "BARACUDA_REDUCE_CLUSTER"
+
+// clusterGeometry is the cluster kernel's cut of split col slices:
+// redCluster chunks, redClusterH threads along the axis; tiles assumes v
+// slices per thread, as colGeometry's. Zero where its grid would exceed
+// a launch's.
+func clusterGeometry(slices, k int64, v int64) reduceGeom {
+	if ceilDiv(slices, redBlock/redClusterH)*redCluster > maxGridX {
+		return reduceGeom{}
+	}
+	return reduceGeom{group: redClusterH, chunk: ceilDiv(k, redCluster), nchunks: redCluster,
+		tiles: ceilDiv(slices, redBlock/redClusterH*v) * redCluster}
+}
 
 // reduceGeom is one mapping's cut of the slices.
 type reduceGeom struct {
@@ -413,7 +471,7 @@ func NewReduceBackward(desc ReduceDesc) (*ReduceBackward, error) {
 	}
 	refs := []kref{{"row", &p.rowK}, {"col", &p.colK}}
 	if desc.Op.hasStats() {
-		refs = append(refs, kref{"stats", &p.stats}, kref{"apply", &p.apply}, kref{"one", &p.oneK})
+		refs = append(refs, kref{"stats", &p.stats}, kref{"apply", &p.apply}, kref{"one", &p.oneK}, kref{"cluster", &p.cluK})
 	} else {
 		refs = append(refs, kref{"flat", &p.flatK})
 	}
@@ -444,6 +502,10 @@ func NewReduceBackward(desc ReduceDesc) (*ReduceBackward, error) {
 		if desc.Op.hasStats() {
 			acc := redAccSize(desc.DType)
 			w := int64(redBlock / p.col.group)
+			if cm := os.Getenv(ReduceClusterEnv); p.col.nchunks > 1 && (cm == "always" || cm != "never" && clusterOp(desc.Op, desc.DType)) {
+				p.clu = clusterGeometry(p.slices, k, colVec(desc.DType, desc.Op))
+				p.cluAny = cm == "always"
+			}
 			mode := os.Getenv(ReduceOneEnv)
 			if p.col.nchunks > 1 && !desc.Op.provisional() && mode != "never" {
 				v := colVec(desc.DType, desc.Op)
@@ -796,6 +858,15 @@ func (p *ReduceBackward) Run(s *driver.Stream, a *ReduceArgs) error {
 		main = p.rowK
 	}
 	if p.stats != nil && L.nchunks > 1 {
+		if p.clu.nchunks > 0 && L.mapping == redCol {
+			lf, err := p.cluK.resolve(ctx)
+			if err != nil && !errors.Is(err, errNoBuild) {
+				return err
+			}
+			if err == nil && (p.cluAny || 4*p.clusterTiles(&L) >= int64(lf.sms*lf.blocksPerSM)) {
+				return p.runCluster(s, lf, a, &L)
+			}
+		}
 		if p.one && L.mapping == redCol {
 			lf, err := p.oneK.resolve(ctx)
 			if err != nil {
@@ -833,6 +904,26 @@ func (p *ReduceBackward) Run(s *driver.Stream, a *ReduceArgs) error {
 		return err
 	}
 	return p.launch(s, lf, a, &L)
+}
+
+// clusterTiles is the cluster kernel's grid for the col layout L (one
+// block per tile).
+func (p *ReduceBackward) clusterTiles(L *reduceLayout) int64 {
+	return ceilDiv(p.slices, int64(redBlock/p.clu.group)*int64(L.cvec)) * p.clu.nchunks
+}
+
+// runCluster launches the cluster kernel on the col layout L: its
+// geometry in place of the two passes', one block per tile (a cluster's
+// blocks wait for one another; clusters never do).
+func (p *ReduceBackward) runCluster(s *driver.Stream, lf *loadedFunction, a *ReduceArgs, L *reduceLayout) error {
+	g := &p.clu
+	L.chunk, L.nchunks, L.group = g.chunk, g.nchunks, g.group
+	L.tiles = p.clusterTiles(L)
+	args := driver.GetArgs()
+	p.pack(args, a, L)
+	err := lf.fn.Launch(s, [3]uint32{uint32(L.tiles), 1, 1}, [3]uint32{redBlock, 1, 1}, 0, args)
+	driver.PutArgs(args)
+	return err
 }
 
 func (p *ReduceBackward) launch(s *driver.Stream, lf *loadedFunction, a *ReduceArgs, L *reduceLayout) error {

@@ -678,3 +678,47 @@ func FuzzReduceDescriptor(f *testing.F) {
 		}
 	})
 }
+
+// TestReduceClusterPlan: which plans may take the cluster kernel (the
+// split col slices of clusterOp's ops and dtypes, or of every op with
+// statistics under ReduceClusterEnv=always; none under "never" or without
+// a split), and its geometry.
+func TestReduceClusterPlan(t *testing.T) {
+	plan := func(op ReduceOp, dt dtype.DType, shape []int, axis int) *ReduceBackward {
+		t.Helper()
+		p, err := NewReduceBackward(ReduceDesc{Op: op, DType: dt, Shape: shape, Axis: axis, Correction: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	big := []int{4096, 4096}
+	for _, c := range []struct {
+		op   ReduceOp
+		dt   dtype.DType
+		env  string
+		want bool
+	}{
+		{ReduceProd, dtype.F32, "", true}, {ReduceProd, dtype.BF16, "", true}, {ReduceProd, dtype.F16, "", true},
+		{ReduceProd, dtype.F64, "", false}, {ReduceMax, dtype.F32, "", true}, {ReduceMin, dtype.F32, "", true},
+		{ReduceMax, dtype.BF16, "", false}, {ReduceVar, dtype.F32, "", false}, {ReduceStd, dtype.BF16, "", false},
+		{ReduceVar, dtype.F32, "always", true}, {ReduceMax, dtype.F64, "always", true},
+		{ReduceProd, dtype.F32, "never", false}, {ReduceSum, dtype.F32, "always", false},
+	} {
+		t.Setenv(ReduceClusterEnv, c.env)
+		p := plan(c.op, c.dt, big, 0)
+		if got := p.clu.nchunks > 0; got != c.want {
+			t.Errorf("%s %s %s=%q: cluster %v, want %v", c.op, c.dt, ReduceClusterEnv, c.env, got, c.want)
+		}
+		if c.want && (p.clu.nchunks != redCluster || p.clu.chunk != 2048 || p.clu.group != redClusterH || p.clu.tiles%redCluster != 0) {
+			t.Errorf("%s %s: cluster geometry %+v", c.op, c.dt, p.clu)
+		}
+	}
+	t.Setenv(ReduceClusterEnv, "")
+	// Col slices that need no split: no cluster geometry. (A plan has one
+	// for the col mapping even where the axis is innermost: operands
+	// strided the other way take it.)
+	if p := plan(ReduceProd, dtype.F32, []int{64, 1 << 16}, 0); p.clu.nchunks != 0 {
+		t.Errorf("unsplit col slices: cluster geometry %+v", p.clu)
+	}
+}

@@ -7,11 +7,12 @@ import (
 
 // kernelRow is one row of the generated support table (zkernels.go).
 type kernelRow struct {
-	family  string
-	op      string
-	dtype   dtype.DType
-	variant string
-	name    string
+	family   string
+	op       string
+	dtype    dtype.DType
+	variant  string
+	name     string
+	minMajor int // the variant's lowest compute capability major (0: any)
 }
 
 // abiParam is one kernel parameter as the PTX declares it.
@@ -35,7 +36,30 @@ type buildRow struct {
 	suffix   string
 	arch     string
 	minMajor int
-	dtypes   []dtype.DType // empty: every kernel
+	dtypes   []dtype.DType // empty: every dtype
+	families []string      // nil: every family
+	variants []string      // nil: every variant whose minMajor the build reaches
+}
+
+// holds reports whether the build compiles kernel k.
+func (b *buildRow) holds(k *kernelRow) bool {
+	return b.has(k.dtype) && listHas(b.families, k.family) && listHas(b.variants, k.variant) && k.minMajor <= b.minMajor
+}
+
+// hasFamily reports whether the build makes a module of the family.
+func (b *buildRow) hasFamily(family string) bool { return listHas(b.families, family) }
+
+// listHas: a nil list holds everything.
+func listHas(list []string, s string) bool {
+	if list == nil {
+		return true
+	}
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
 }
 
 func (b *buildRow) has(dt dtype.DType) bool {
@@ -50,21 +74,31 @@ func (b *buildRow) has(dt dtype.DType) bool {
 	return false
 }
 
-// moduleFor is the module a kernel of family and dtype dt loads from on a
-// device of compute capability major: the last build that holds dt and
-// that the device reaches, or the base build when baseOnly is set.
-func moduleFor(family string, dt dtype.DType, major int, baseOnly bool) string {
-	mod := family
-	if baseOnly {
-		return mod
-	}
+// moduleFor is the module kernel k loads from on a device of compute
+// capability major: the last build that holds it and that the device
+// reaches ("" when none does), or only the base build when baseOnly is set.
+func moduleFor(k *kernelRow, major int, baseOnly bool) string {
+	mod := ""
 	for i := range buildTable {
 		b := &buildTable[i]
-		if major >= b.minMajor && b.has(dt) {
-			mod = family + b.suffix
+		if major >= b.minMajor && b.holds(k) {
+			mod = k.family + b.suffix
+		}
+		if baseOnly {
+			break
 		}
 	}
 	return mod
+}
+
+// kernelByName is the table row of the kernel named name, or nil.
+func kernelByName(name string) *kernelRow {
+	for i := range kernelTable {
+		if kernelTable[i].name == name {
+			return &kernelTable[i]
+		}
+	}
+	return nil
 }
 
 func familyByName(name string) *familyRow {

@@ -22,16 +22,36 @@ func TestReduceBackwardGPU(t *testing.T) {
 }
 
 // TestReduceOneGPU runs the suite for Var and Std with the one-pass col
-// split forced (Run takes it by itself only for x larger than L2), so that
+// split forced (Run takes it by itself only for x larger than L2, and
+// never where the cluster kernel runs, which is kept off here), so that
 // its split cases reach the "one" kernel.
 func TestReduceOneGPU(t *testing.T) {
 	t.Setenv(ops.ReduceOneEnv, "always")
+	t.Setenv(ops.ReduceClusterEnv, "never")
 	env := testEnv(t)
 	cases := ReduceCases(quick())
 	for _, op := range []ops.ReduceOp{ops.ReduceVar, ops.ReduceStd} {
 		for _, dt := range dtype.All {
 			t.Run("reduce_bw_"+op.String()+"_"+dt.Suffix(), func(t *testing.T) {
 				report(t, env.CheckReduce(op, dt, cases, 43))
+			})
+		}
+	}
+}
+
+// TestReduceClusterGPU runs the suite for the ops with statistics with the
+// cluster kernel forced wherever their col slices split (Run takes it by
+// itself only for some ops, and only for grids of at least a quarter of the GPU's resident blocks), so
+// that the suite's split col cases reach it. Without a compute capability
+// 9.0 GPU the plans fall back to the two passes, as Run does.
+func TestReduceClusterGPU(t *testing.T) {
+	t.Setenv(ops.ReduceClusterEnv, "always")
+	env := testEnv(t)
+	cases := ReduceCases(quick())
+	for _, op := range []ops.ReduceOp{ops.ReduceMax, ops.ReduceMin, ops.ReduceProd, ops.ReduceVar, ops.ReduceStd} {
+		for _, dt := range dtype.All {
+			t.Run("reduce_bw_"+op.String()+"_"+dt.Suffix(), func(t *testing.T) {
+				report(t, env.CheckReduce(op, dt, cases, 44))
 			})
 		}
 	}
