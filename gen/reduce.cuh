@@ -869,13 +869,28 @@ __device__ __forceinline__ void red_col_tile(const T* __restrict__ x, const T* _
 	}
 }
 
+// red_col_tile_cvec runs col tile t with the slices per thread the
+// launcher chose (L.cvec): RedColVec's V, V/2 where that is at least 2, or 1.
+template <typename T, typename Op, int Pass>
+__device__ __forceinline__ void red_col_tile_cvec(const T* __restrict__ x, const T* __restrict__ y,
+		const T* __restrict__ dy, T* __restrict__ dx, RedAcc<typename OpMath<T>::type>* __restrict__ ws,
+		const ReduceLayout& L, i64 t, RedAcc<typename OpMath<T>::type>* sm) {
+	constexpr int V = RedColVec<T, Op>::n;
+	if (L.cvec == V) {
+		red_col_tile<T, Op, Pass, V>(x, y, dy, dx, ws, L, t, sm);
+	} else if (V > 2 && L.cvec == V / 2) {
+		red_col_tile<T, Op, Pass, (V > 2 ? V / 2 : 1)>(x, y, dy, dx, ws, L, t, sm);
+	} else {
+		red_col_tile<T, Op, Pass, 1>(x, y, dy, dx, ws, L, t, sm);
+	}
+}
+
 // Walks the col tiles of one pass, with V adjacent slices per thread when
 // the launcher allows it.
 template <typename T, typename Op, int Pass>
 __device__ __forceinline__ void red_col_pass(const T* __restrict__ x, const T* __restrict__ y,
 		const T* __restrict__ dy, T* __restrict__ dx, RedAcc<typename OpMath<T>::type>* __restrict__ ws,
 		const ReduceLayout& L, RedAcc<typename OpMath<T>::type>* sm) {
-	constexpr int V = RedColVec<T, Op>::n;
 	// RED_ONE: tiles by ticket, in order (see red_one_totals).
 	__shared__ int ticket;
 	for (i64 b = blockIdx.x;; b += gridDim.x) {
@@ -885,14 +900,7 @@ __device__ __forceinline__ void red_col_pass(const T* __restrict__ x, const T* _
 			b = ticket;
 		}
 		if (b >= L.tiles) break;
-		const i64 t = L.reverse ? L.tiles - 1 - b : b;
-		if (L.cvec == V) {
-			red_col_tile<T, Op, Pass, V>(x, y, dy, dx, ws, L, t, sm);
-		} else if (V > 2 && L.cvec == V / 2) {
-			red_col_tile<T, Op, Pass, (V > 2 ? V / 2 : 1)>(x, y, dy, dx, ws, L, t, sm);
-		} else {
-			red_col_tile<T, Op, Pass, 1>(x, y, dy, dx, ws, L, t, sm);
-		}
+		red_col_tile_cvec<T, Op, Pass>(x, y, dy, dx, ws, L, L.reverse ? L.tiles - 1 - b : b, sm);
 	}
 }
 
@@ -1099,15 +1107,7 @@ __device__ __forceinline__ void reduce_cluster(const T* __restrict__ x, const T*
 	if (!Op::stats) return;
 	constexpr int V = RedColVec<T, Op>::n;
 	__shared__ __align__(16) RedAcc<M> sm[RED_BLOCK * V];
-	RedAcc<M>* w = static_cast<RedAcc<M>*>(ws);
-	const i64 t = blockIdx.x;
-	if (L.cvec == V) {
-		red_col_tile<T, Op, RED_CLUSTER, V>(x, y, dy, dx, w, L, t, sm);
-	} else if (V > 2 && L.cvec == V / 2) {
-		red_col_tile<T, Op, RED_CLUSTER, (V > 2 ? V / 2 : 1)>(x, y, dy, dx, w, L, t, sm);
-	} else {
-		red_col_tile<T, Op, RED_CLUSTER, 1>(x, y, dy, dx, w, L, t, sm);
-	}
+	red_col_tile_cvec<T, Op, RED_CLUSTER>(x, y, dy, dx, static_cast<RedAcc<M>*>(ws), L, blockIdx.x, sm);
 	red_cluster_wait();
 #endif
 }

@@ -1,6 +1,10 @@
 package main
 
-import "github.com/baracuda-go/baracuda/internal/dtype"
+import (
+	"slices"
+
+	"github.com/baracuda-go/baracuda/internal/dtype"
+)
 
 // The spec table: every kernel the library ships is one (family, op, dtype,
 // variant) row below. The generator turns it into the extern "C"
@@ -110,31 +114,14 @@ var builds = []Build{
 
 // holds reports whether the build compiles kernel k.
 func (b Build) holds(k kernel) bool {
-	return b.has(k.DType) && b.hasFamily(k.Family) && (b.Variants == nil || contains(b.Variants, k.Variant.Name)) &&
+	return b.has(k.DType) && b.hasFamily(k.Family) && (b.Variants == nil || slices.Contains(b.Variants, k.Variant.Name)) &&
 		k.Variant.MinMajor <= b.MinMajor
 }
 
 // hasFamily reports whether the build makes a module of family f.
-func (b Build) hasFamily(f *Family) bool { return b.Families == nil || contains(b.Families, f.Name) }
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
+func (b Build) hasFamily(f *Family) bool {
+	return b.Families == nil || slices.Contains(b.Families, f.Name)
 }
 
 // has reports whether the build compiles kernels of dtype dt.
-func (b Build) has(dt dtype.DType) bool {
-	if b.DTypes == nil {
-		return true
-	}
-	for _, d := range b.DTypes {
-		if d == dt {
-			return true
-		}
-	}
-	return false
-}
+func (b Build) has(dt dtype.DType) bool { return b.DTypes == nil || slices.Contains(b.DTypes, dt) }

@@ -143,7 +143,7 @@ func NewBinaryBackward(desc BinaryDesc) (*BinaryBackward, error) {
 		return nil, id.errorf(ErrUnsupported, "no kernel for %s %s", desc.Op, desc.DType)
 	}
 	p := &BinaryBackward{id: id, desc: desc, shape: append([]int(nil), desc.Shape...), scalar: scalar,
-		kernel: newKernelRef("binary", name, desc.DType)}
+		kernel: newKernelRef("binary", name)}
 	p.desc.Shape = p.shape
 	return p, nil
 }

@@ -9,21 +9,28 @@ import (
 	"github.com/baracuda-go/baracuda/internal/dtype"
 )
 
+// deviceContext is the primary context of GPU 0.
+func deviceContext(tb testing.TB) *driver.Context {
+	tb.Helper()
+	if err := driver.Load(); err != nil {
+		tb.Fatal(err)
+	}
+	dev, err := driver.GetDevice(0)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ctx, err := dev.Context()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return ctx
+}
+
 // BenchmarkLaunchOnly times Function.Launch of the binary mul kernel with a
 // pre-packed argument block: the driver's own cost, to set against
 // BenchmarkRunHost (validation + packing + launch) in ops_test.
 func BenchmarkLaunchOnly(b *testing.B) {
-	if err := driver.Load(); err != nil {
-		b.Fatal(err)
-	}
-	dev, err := driver.GetDevice(0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, err := dev.Context()
-	if err != nil {
-		b.Fatal(err)
-	}
+	ctx := deviceContext(b)
 	s, err := ctx.NewStream()
 	if err != nil {
 		b.Fatal(err)
@@ -77,18 +84,8 @@ func BenchmarkLaunchOnly(b *testing.B) {
 // compute_90 build), else reports errNoBuild (and Run takes the two
 // passes); an op outside clusterOp has no cluster geometry.
 func TestReduceClusterBuild(t *testing.T) {
-	if err := driver.Load(); err != nil {
-		t.Fatal(err)
-	}
-	dev, err := driver.GetDevice(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, err := dev.Context()
-	if err != nil {
-		t.Fatal(err)
-	}
-	major, _, err := dev.ComputeCapability()
+	ctx := deviceContext(t)
+	major, _, err := ctx.Device().ComputeCapability()
 	if err != nil {
 		t.Fatal(err)
 	}

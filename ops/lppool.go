@@ -209,7 +209,7 @@ func newLpPool(id planID, dt dtype.DType, n, c, h, w, kh, kw, sh, sw int, p floa
 		if !ok {
 			return nil, id.errorf(ErrUnsupported, "no %s kernel for %s %s", variant, op, dt)
 		}
-		pl.kernels[v] = newKernelRef("lppool", name, dt)
+		pl.kernels[v] = newKernelRef("lppool", name)
 	}
 	return pl, nil
 }

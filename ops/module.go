@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 
 	"github.com/baracuda-go/baracuda/driver"
-	"github.com/baracuda-go/baracuda/internal/dtype"
 	"github.com/baracuda-go/baracuda/kernels/ptx"
 )
 
@@ -125,19 +124,17 @@ const maxDynSmem = 64 << 10
 // kernelRef is a plan's handle on one kernel. It remembers the function for
 // the last context it ran in, so a warm Run looks nothing up.
 type kernelRef struct {
-	family string
-	dtype  dtype.DType
-	name   string
-	row    *kernelRow
-	block  int
-	smem   int // dynamic shared memory of the launches that use it, if any
-	last   atomic.Pointer[loadedFunction]
+	name  string
+	row   *kernelRow // its support-table row: module builds, variant
+	block int
+	smem  int // dynamic shared memory of the launches that use it, if any
+	last  atomic.Pointer[loadedFunction]
 }
 
-// newKernelRef refers to kernel name of family, whose dtype dt picks the
+// newKernelRef refers to kernel name of family; its table row picks the
 // module build it loads from.
-func newKernelRef(family, name string, dt dtype.DType) *kernelRef {
-	return &kernelRef{family: family, dtype: dt, name: name, row: kernelByName(name), block: familyByName(family).block}
+func newKernelRef(family, name string) *kernelRef {
+	return &kernelRef{name: name, row: kernelByName(name), block: familyByName(family).block}
 }
 
 // resolve returns the kernel's function in ctx, loading its module on

@@ -480,7 +480,7 @@ func NewReduceBackward(desc ReduceDesc) (*ReduceBackward, error) {
 		if !ok {
 			return nil, id.errorf(ErrUnsupported, "no %s kernel for %s %s", r.variant, desc.Op, desc.DType)
 		}
-		*r.ref = newKernelRef("reduce", name, desc.DType)
+		*r.ref = newKernelRef("reduce", name)
 	}
 	switch desc.Op {
 	case ReduceMean:
@@ -544,7 +544,9 @@ func NewReduceBackward(desc ReduceDesc) (*ReduceBackward, error) {
 // (after "stats") when an op with statistics splits its slices, but "one"
 // for Var and Std split along an outer axis (Run takes it where x is
 // larger than the GPU's L2 cache, else "stats" and "apply"). Strided
-// operands may take the other mapping.
+// operands may take the other mapping. It does not depend on the GPU: on
+// compute capability 9.0 and up Run may take "cluster" in place of
+// "stats" and "apply" (see clusterOp).
 func (p *ReduceBackward) Kernel() KernelInfo {
 	if p.flat.packs > 0 {
 		return KernelInfo{Name: p.flatK.name, Family: "reduce", Op: p.id.op, DType: p.desc.DType, Backend: backend}
@@ -863,8 +865,8 @@ func (p *ReduceBackward) Run(s *driver.Stream, a *ReduceArgs) error {
 			if err != nil && !errors.Is(err, errNoBuild) {
 				return err
 			}
-			if err == nil && (p.cluAny || 4*p.clusterTiles(&L) >= int64(lf.sms*lf.blocksPerSM)) {
-				return p.runCluster(s, lf, a, &L)
+			if tiles := p.clusterTiles(&L); err == nil && (p.cluAny || 4*tiles >= int64(lf.sms*lf.blocksPerSM)) {
+				return p.runCluster(s, lf, a, &L, tiles)
 			}
 		}
 		if p.one && L.mapping == redCol {
@@ -913,12 +915,12 @@ func (p *ReduceBackward) clusterTiles(L *reduceLayout) int64 {
 }
 
 // runCluster launches the cluster kernel on the col layout L: its
-// geometry in place of the two passes', one block per tile (a cluster's
-// blocks wait for one another; clusters never do).
-func (p *ReduceBackward) runCluster(s *driver.Stream, lf *loadedFunction, a *ReduceArgs, L *reduceLayout) error {
+// geometry in place of the two passes', one block per tile (tiles, from
+// clusterTiles; a cluster's blocks wait for one another, clusters never
+// do).
+func (p *ReduceBackward) runCluster(s *driver.Stream, lf *loadedFunction, a *ReduceArgs, L *reduceLayout, tiles int64) error {
 	g := &p.clu
-	L.chunk, L.nchunks, L.group = g.chunk, g.nchunks, g.group
-	L.tiles = p.clusterTiles(L)
+	L.chunk, L.nchunks, L.group, L.tiles = g.chunk, g.nchunks, g.group, tiles
 	args := driver.GetArgs()
 	p.pack(args, a, L)
 	err := lf.fn.Launch(s, [3]uint32{uint32(L.tiles), 1, 1}, [3]uint32{redBlock, 1, 1}, 0, args)

@@ -321,7 +321,7 @@ func NewScanBackward(desc ScanDesc) (*ScanBackward, error) {
 	if !ok {
 		return nil, id.errorf(ErrUnsupported, "no kernel for %s %s", desc.Op, desc.DType)
 	}
-	p.kernel = newKernelRef("scan", name, desc.DType)
+	p.kernel = newKernelRef("scan", name)
 	return p, nil
 }
 

@@ -1,6 +1,8 @@
 package ops
 
 import (
+	"slices"
+
 	"github.com/baracuda-go/baracuda/internal/dtype"
 	"github.com/baracuda-go/baracuda/internal/naming"
 )
@@ -50,28 +52,10 @@ func (b *buildRow) holds(k *kernelRow) bool {
 func (b *buildRow) hasFamily(family string) bool { return listHas(b.families, family) }
 
 // listHas: a nil list holds everything.
-func listHas(list []string, s string) bool {
-	if list == nil {
-		return true
-	}
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}
+func listHas(list []string, s string) bool { return list == nil || slices.Contains(list, s) }
 
 func (b *buildRow) has(dt dtype.DType) bool {
-	if len(b.dtypes) == 0 {
-		return true
-	}
-	for _, d := range b.dtypes {
-		if d == dt {
-			return true
-		}
-	}
-	return false
+	return len(b.dtypes) == 0 || slices.Contains(b.dtypes, dt)
 }
 
 // moduleFor is the module kernel k loads from on a device of compute
