@@ -71,7 +71,7 @@ enum { RED_FUSED = 0, RED_STATS = 1, RED_APPLY = 2, RED_ONE = 3, RED_CLUSTER = 4
 // RED_CLUSTER_HMAX: the cluster kernel's most threads along k per block
 // (the other col kernels take at most 8; the launcher gives it 32).
 #define RED_CLUSTER_HMAX 32
-enum { RED_PHASE_APPLY = 0, RED_PHASE_TOTAL = 1 };
+enum { RED_PHASE_APPLY = 0, RED_PHASE_TOTAL = 1, RED_PHASE_FLAT = 2 };
 
 // ReduceLayout is passed by value (mirrored by reduceLayout in ops/reduce.go).
 struct ReduceLayout {
@@ -132,6 +132,7 @@ template <typename M> __device__ __forceinline__ RedCtx<M> red_ctx(M p, M q, int
 // RedNoStats is the base of the ops that need no per-slice statistics.
 struct RedNoStats {
 	static constexpr bool stats = false, provisional = false, batch = false;
+	static constexpr int flat_slots = 0;
 	template <typename M> __device__ static RedAcc<M> init() { return red_acc(M(0), 0); }
 	template <typename M> __device__ static RedAcc<M> assumed() { return red_acc(M(0), 0); }
 	template <typename M> __device__ static void accum(RedAcc<M>&, M, M) {}
@@ -166,6 +167,10 @@ struct RedMean : RedNoStats {
 // Provisional: count == 1, where g/1*mask is bit-identical.
 struct RedMaxMin {
 	static constexpr bool needs_x = true, needs_y = true, stats = true, provisional = true, batch = false;
+	// flat_slots: positions of elements equal to y the flat kernel records
+	// per slice (red_flat_mark), so that a slice with that few ties is
+	// mended without reading x again.
+	static constexpr int flat_slots = 4;
 	template <typename M> __device__ static RedAcc<M> init() { return red_acc(M(0), 0); }
 	template <typename M> __device__ static RedAcc<M> assumed() { return red_acc(M(0), 1); }
 	template <typename M> __device__ static void accum(RedAcc<M>& a, M x, M y) { a.z += (x == y) ? 1 : 0; }
@@ -196,6 +201,7 @@ struct RedProd {
 	// batch: the col statistics loop issues a batch's loads first (see
 	// red_col_tile); for the other ops that form measured slower.
 	static constexpr bool needs_x = true, needs_y = true, stats = true, provisional = true, batch = true;
+	static constexpr int flat_slots = 0;
 	template <typename M> __device__ static RedAcc<M> init() { return red_acc(M(1), 0); }
 	template <typename M> __device__ static RedAcc<M> assumed() { return red_acc(M(1), 0); }
 	template <typename M> __device__ static void accum(RedAcc<M>& a, M x, M) {
@@ -251,6 +257,7 @@ struct RedLogSumExp : RedNoStats {
 // x == mean or g == 0), N < c a negative factor.
 struct RedVar {
 	static constexpr bool needs_x = true, needs_y = false, stats = true, provisional = false, batch = false;
+	static constexpr int flat_slots = 0;
 	template <typename M> __device__ static RedAcc<M> init() { return red_acc(M(0), 0); }
 	template <typename M> __device__ static RedAcc<M> assumed() { return red_acc(M(0), 0); }
 	template <typename M> __device__ static void accum(RedAcc<M>& a, M x, M) { a.a += x; }
@@ -938,38 +945,45 @@ template <typename M> __device__ __forceinline__ RedAcc<M> red_shfl0(const RedAc
 // larger rewrite cost the untied slices of prod bf16 along axis 0 1.5 us
 // (H100). It takes scalars, not the layout, whose address would send the
 // kernel parameter through local memory.
+// red_fix_rows rewrites dx from x at positions 0..len of one slice (xp,
+// dp: its first position; xs, ds: the strides along the axis) with context
+// cx, the warp's lanes taking every 32nd position, RED_FIX_BATCH rows per
+// lane at a time, all loads of a batch before any store (the rows of a col
+// slice are far apart: one load, one round trip; a loop that stored before
+// its next load made a tied slice wait for one round trip after another).
+template <typename T, typename Op>
+__device__ __forceinline__ void red_fix_rows(const T* __restrict__ xp, T* __restrict__ dp,
+		const RedCtx<typename OpMath<T>::type>& cx, i64 len, i64 xs, i64 ds) {
+	typedef typename OpMath<T>::type M;
+	const int lane = threadIdx.x & 31;
+	xp += lane * xs;
+	dp += lane * ds;
+	for (i64 n = red_steps(len, lane, 32); n > 0; n -= RED_FIX_BATCH) {
+		M xv[RED_FIX_BATCH];
+#pragma unroll
+		for (int u = 0; u < RED_FIX_BATCH; ++u) xv[u] = u < n ? to_op(xp[u * 32 * xs]) : M(0);
+#pragma unroll
+		for (int u = 0; u < RED_FIX_BATCH; ++u) {
+			if (u < n) dp[u * 32 * ds] = from_op<T>(Op::elem(cx, xv[u]));
+		}
+		xp += RED_FIX_BATCH * 32 * xs;
+		dp += RED_FIX_BATCH * 32 * ds;
+	}
+}
+
 template <typename T, typename Op>
 __device__ __noinline__ void red_total_fix(const T* __restrict__ x, T* __restrict__ dx,
 		const RedAcc<typename OpMath<T>::type>* __restrict__ ws, RedAcc<typename OpMath<T>::type> acc,
 		RedCtx<typename OpMath<T>::type> cx, i64 s, i64 S, i64 nc, bool col, i64 k, i64 chunk,
 		i64 xo, i64 xs, i64 dof, i64 ds) {
-	typedef typename OpMath<T>::type M;
 	const int lane = threadIdx.x & 31;
-	// The lanes test 32 chunks at a time; the warp rewrites the marked ones,
-	// RED_FIX_BATCH rows per lane at a time, all loads of a batch before
-	// any store (the rows of a col slice are far apart: one load, one round
-	// trip; a loop that stored before its next load made a tied slice wait
-	// for one round trip after another).
+	// The lanes test 32 chunks at a time; the warp rewrites the marked ones.
 	for (i64 c0 = 0; c0 < nc; c0 += 32) {
 		const i64 c = c0 + lane;
 		unsigned m = __ballot_sync(0xffffffffu, c < nc && Op::fix_chunk(acc, ws[col ? c * S + s : s * nc + c]));
 		for (; m != 0; m &= m - 1) {
-			const i64 cc = c0 + __ffs(m) - 1;
-			const i64 end = min(k, (cc + 1) * chunk);
-			const i64 j0 = cc * chunk + lane;
-			const T* xp = x + xo + j0 * xs;
-			T* dp = dx + dof + j0 * ds;
-			for (i64 n = red_steps(end - cc * chunk, lane, 32); n > 0; n -= RED_FIX_BATCH) {
-				M xv[RED_FIX_BATCH];
-#pragma unroll
-				for (int u = 0; u < RED_FIX_BATCH; ++u) xv[u] = u < n ? to_op(xp[u * 32 * xs]) : M(0);
-#pragma unroll
-				for (int u = 0; u < RED_FIX_BATCH; ++u) {
-					if (u < n) dp[u * 32 * ds] = from_op<T>(Op::elem(cx, xv[u]));
-				}
-				xp += RED_FIX_BATCH * 32 * xs;
-				dp += RED_FIX_BATCH * 32 * ds;
-			}
+			const i64 j0 = (c0 + __ffs(m) - 1) * chunk;
+			red_fix_rows<T, Op>(x + xo + j0 * xs, dx + dof + j0 * ds, cx, min(k, j0 + chunk) - j0, xs, ds);
 		}
 	}
 }
@@ -999,15 +1013,94 @@ __device__ __forceinline__ void red_total(const T* __restrict__ x, const T* __re
 	}
 }
 
+// The flat kernel for the provisional ops (max, min, prod; see
+// reduce_flat) leaves in the workspace a count per slice, cnt[s], of the
+// elements where the provisional dx may be wrong (Op::accum's z of that
+// element alone: max/min an element equal to y, prod a zero), and after
+// the counts, at a 16-byte boundary, Op::flat_slots flat indices per slice
+// of such elements (the first ones to arrive; any order).
+__device__ __forceinline__ i64* red_flat_slots(void* ws, i64 S) {
+	return reinterpret_cast<i64*>(static_cast<unsigned char*>(ws) + ((4 * S + 15) & ~(i64)15));
+}
+
+// red_flag tells whether x is such an element.
+template <typename Op, typename M> __device__ __forceinline__ bool red_flag(M x, M y) {
+	RedAcc<M> t = Op::template init<M>();
+	Op::accum(t, x, y);
+	return t.z != 0;
+}
+
+// red_flat_mark counts the flagged elements m (bits) of slice s, whose
+// flat indices are q0 + bit, with one integer atomic (the counts are exact
+// and order-free), and records the first Op::flat_slots indices.
+template <typename Op>
+__device__ __forceinline__ void red_flat_mark(void* ws, i64 S, i64 s, unsigned m, i64 q0) {
+	int b = atomicAdd(static_cast<int*>(ws) + s, __popc(m));
+	if (Op::flat_slots == 0) return;
+	i64* slot = red_flat_slots(ws, S) + s * Op::flat_slots;
+	for (; m != 0 && b < Op::flat_slots; m &= m - 1, ++b) slot[b] = q0 + __ffs(m) - 1;
+}
+
+// red_flat_redo rewrites slice s whose count says the provisional dx is
+// wrong and whose flagged elements were not all recorded (one warp): its
+// statistics from x (lane-strided, then an xor butterfly and lane 0's
+// total: a fixed order), then every dx. A call, as red_total_fix.
+template <typename T, typename Op>
+__device__ __noinline__ void red_flat_redo(const T* __restrict__ x, T* __restrict__ dx, typename OpMath<T>::type g,
+		typename OpMath<T>::type yv, double scale, i64 k, i64 xo, i64 xs, i64 dof, i64 ds) {
+	typedef typename OpMath<T>::type M;
+	const int lane = threadIdx.x & 31;
+	RedAcc<M> acc = Op::template init<M>();
+#pragma unroll 4
+	for (i64 j = lane; j < k; j += 32) Op::accum(acc, to_op(x[xo + j * xs]), yv);
+#pragma unroll
+	for (int off = 1; off < 32; off <<= 1) Op::combine(acc, red_shfl_xor(acc, off));
+	acc = red_shfl0(acc);
+	red_fix_rows<T, Op>(x + xo, dx + dof, Op::template slice<M>(g, yv, acc, scale, k), k, xs, ds);
+}
+
+// red_flat_fix (the apply kernel's RED_PHASE_FLAT, after the flat kernel):
+// a warp per slice reads its count; where Op::fix says the provisional dx
+// is wrong, a slice whose flagged elements were all recorded (max/min with
+// 2..flat_slots ties: each equals y, so dx there is elem(cx, y), and every
+// other element keeps its g*0, the same bits as (g/count)*0) is mended at
+// those indices alone; any other (max/min with no element equal to y, or
+// more ties than slots; prod with a zero) is redone by red_flat_redo.
+template <typename T, typename Op>
+__device__ __forceinline__ void red_flat_fix(const T* __restrict__ x, const T* __restrict__ y,
+		const T* __restrict__ dy, T* __restrict__ dx, void* __restrict__ ws, const ReduceLayout& L) {
+	typedef typename OpMath<T>::type M;
+	if (!Op::provisional) return;
+	const int lane = threadIdx.x & 31;
+	const i64 nw = ((i64)gridDim.x * RED_BLOCK) >> 5;
+	const int* cnt = static_cast<const int*>(ws);
+	for (i64 s = ((i64)blockIdx.x * RED_BLOCK + threadIdx.x) >> 5; s < L.slices; s += nw) {  // warp-uniform
+		RedAcc<M> acc = Op::template assumed<M>();
+		acc.z = cnt[s];
+		if (!Op::fix(acc)) continue;
+		const RedOff o = red_offsets(s, L);
+		const M g = to_op(dy[o.dy]), yv = to_op(y[o.y]);
+		if (Op::flat_slots > 0 && acc.z > 0 && acc.z <= Op::flat_slots) {
+			const i64* slot = red_flat_slots(ws, L.slices) + s * Op::flat_slots;
+			const RedCtx<M> cx = Op::template slice<M>(g, yv, acc, L.scale, L.k);
+			if (lane < acc.z) dx[slot[lane]] = from_op<T>(Op::elem(cx, yv));
+			continue;
+		}
+		red_flat_redo<T, Op>(x, dx, g, yv, L.scale, L.k, o.x, L.kstride[0], o.dx, L.kstride[1]);
+	}
+}
+
 // Kernel bodies, one per variant (all take the family's one parameter list):
-//   reduce_flat:  ops without statistics on dense operands (below);
+//   reduce_flat:  ops without statistics on dense operands, and max, min
+//                 and prod where their slices would be split (below);
 //   reduce_row:   the row mapping, nchunks == 1 (any nchunks for ops
 //                 without statistics);
 //   reduce_col:   the col mapping, likewise;
 //   reduce_stats: first pass of split slices (ops with statistics), either
 //                 mapping: partial statistics to ws, provisional dx;
 //   reduce_apply: launched twice after reduce_stats: red_total (the
-//                 slices' totals), then dx;
+//                 slices' totals), then dx; or once after reduce_flat
+//                 (red_flat_fix);
 //   reduce_one:   var/std's split col slices in one launch (for an x
 //                 larger than L2, the launcher's choice): each tile keeps
 //                 its x in shared memory until its slice block's totals
@@ -1024,15 +1117,22 @@ __device__ __forceinline__ void red_total(const T* __restrict__ x, const T* __re
 // one slice when I == 1 and k is a multiple of the pack's N (fip == 0: dy
 // and y are scalars, fmagic[0] divides by k/N), or in N adjacent slices
 // when I is a multiple of N (fip = I/N: dy and y are packs too, fmagic[0]
-// divides by k*I/N and fmagic[1] by fip). It is empty for ops with
-// statistics.
+// divides by k*I/N and fmagic[1] by fip).
+// The provisional ops (max, min, prod) take it too where their slices
+// would be split: it writes the provisional dx (their common case: one
+// element equal to y; no zero) and counts per slice, with integer atomics,
+// the elements that may make it wrong (red_flat_mark: for max/min an
+// element equal to y, about one per slice; for prod a zero); the apply
+// kernel's RED_PHASE_FLAT launch then mends the few slices where it is
+// wrong (red_flat_fix). Every dx is the same bits whatever the order of
+// the atomics. It is empty for var and std, which need the mean first.
 template <typename T, typename Op>
 __device__ __forceinline__ void reduce_flat(const T* __restrict__ x, const T* __restrict__ y,
-		const T* __restrict__ dy, T* __restrict__ dx, void* __restrict__, const ReduceLayout& L) {
+		const T* __restrict__ dy, T* __restrict__ dx, void* __restrict__ ws, const ReduceLayout& L) {
 	typedef typename OpMath<T>::type M;
 	constexpr int N = Pack<T>::N;
-	if (Op::stats) return;
-	const RedAcc<M> none = Op::template init<M>();
+	if (Op::stats && !Op::provisional) return;
+	const RedAcc<M> assumed = Op::template assumed<M>();
 	const i64 nth = grid_threads();
 	for (i64 q = global_tid(); q < L.fpacks; q += nth) {
 		const i64 o = bc_div(q, L.fmagic[0], L.fshift[0]);
@@ -1040,18 +1140,44 @@ __device__ __forceinline__ void reduce_flat(const T* __restrict__ x, const T* __
 		if (Op::needs_x) xv = load_pack(x + q * N);
 		if (L.fip == 0) {
 			const M yv = Op::needs_y ? to_op(y[o]) : M(0);
-			const RedCtx<M> c = Op::template slice<M>(to_op(dy[o]), yv, none, L.scale, L.k);
+			const RedCtx<M> c = Op::template slice<M>(to_op(dy[o]), yv, assumed, L.scale, L.k);
+			if (Op::provisional) {
+				red_elems<Op, M, T, N>(xv.v, out.v, c);
+				unsigned m = 0;
 #pragma unroll
-			for (int e = 0; e < N; ++e) out.v[e] = from_op<T>(Op::elem(c, Op::needs_x ? to_op(xv.v[e]) : M(0)));
+				for (int e = 0; e < N; ++e) m |= red_flag<Op>(to_op(xv.v[e]), yv) ? 1u << e : 0u;
+				if (m != 0) red_flat_mark<Op>(ws, L.slices, o, m, q * N);
+			} else {
+#pragma unroll
+				for (int e = 0; e < N; ++e) out.v[e] = from_op<T>(Op::elem(c, Op::needs_x ? to_op(xv.v[e]) : M(0)));
+			}
 		} else {
 			const i64 kq = (o * L.fip + q - bc_div(q, L.fmagic[1], L.fshift[1]) * L.fip) * N;
 			const Pack<T> gv = load_pack(dy + kq);
 			Pack<T> yp;
 			if (Op::needs_y) yp = load_pack(y + kq);
+			bool bad = false;
+			unsigned m = 0;
 #pragma unroll
 			for (int e = 0; e < N; ++e) {
-				const RedCtx<M> c = Op::template slice<M>(to_op(gv.v[e]), Op::needs_y ? to_op(yp.v[e]) : M(0), none, L.scale, L.k);
-				out.v[e] = from_op<T>(Op::elem(c, Op::needs_x ? to_op(xv.v[e]) : M(0)));
+				const M yv = Op::needs_y ? to_op(yp.v[e]) : M(0), xe = Op::needs_x ? to_op(xv.v[e]) : M(0);
+				const RedCtx<M> c = Op::template slice<M>(to_op(gv.v[e]), yv, assumed, L.scale, L.k);
+				out.v[e] = from_op<T>(RedFast<Op, T>::elem(c, xe, bad));
+				if (Op::provisional) m |= red_flag<Op>(xe, yv) ? 1u << e : 0u;
+			}
+			if (bad) {
+				// RedFast's quotient was out of its range somewhere: the
+				// exact form for the whole pack (as red_elems).
+#pragma unroll
+				for (int e = 0; e < N; ++e) {
+					const M yv = Op::needs_y ? to_op(yp.v[e]) : M(0), xe = Op::needs_x ? to_op(xv.v[e]) : M(0);
+					out.v[e] = from_op<T>(Op::elem(Op::template slice<M>(to_op(gv.v[e]), yv, assumed, L.scale, L.k), xe));
+				}
+			}
+			// Each element is its own slice kq + e.
+			for (; m != 0; m &= m - 1) {
+				const int e = __ffs(m) - 1;
+				red_flat_mark<Op>(ws, L.slices, kq + e, 1u, q * N + e);
 			}
 		}
 		store_pack(dx + q * N, out);
@@ -1119,6 +1245,10 @@ __device__ __forceinline__ void reduce_apply(const T* __restrict__ x, const T* _
 	if (!Op::stats) return;
 	if (L.phase == RED_PHASE_TOTAL) {
 		red_total<T, Op>(x, y, dy, dx, static_cast<RedAcc<M>*>(ws), L);
+		return;
+	}
+	if (L.phase == RED_PHASE_FLAT) {
+		red_flat_fix<T, Op>(x, y, dy, dx, ws, L);
 		return;
 	}
 	__shared__ RedAcc<M> sm[RED_BLOCK * RedColVec<T, Op>::n];

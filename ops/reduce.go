@@ -144,8 +144,9 @@ type ReduceBackward struct {
 	cluK   *kernelRef // ... as thread block clusters (compute capability 9.0)
 	clu    reduceGeom // its geometry; nchunks == 0 where it does not apply
 	cluAny bool       // ... whatever the grid (ReduceClusterEnv)
-	flatK  *kernelRef // dense operands, ops without statistics (nil otherwise)
-	flat   reduceFlat // its layout; flat.packs == 0 where the shape does not allow it
+	flatK  *kernelRef // dense operands: ops without statistics, and the provisional ones (nil otherwise)
+	flat   reduceFlat // its layout; flat.packs == 0 where the shape or the op's policy does not allow it
+	flatFx bool       // the flat kernel is followed by red_flat_fix (provisional ops)
 }
 
 // reduceLayout mirrors ReduceLayout in gen/reduce.cuh; it travels by value
@@ -205,7 +206,39 @@ const (
 
 	redPhaseApply = 0
 	redPhaseTotal = 1
+	redPhaseFlat  = 2
 )
+
+// The flat path of the provisional ops. Max, Min and Prod write a
+// provisional dx (their common case: one element equal to y; no zero)
+// that is an elementwise map of x with dy and y broadcast, as the ops
+// without statistics; where the operands are dense and their slices would
+// be split, Run takes the flat kernel for it, which also counts per slice
+// (integer atomics into the workspace, zeroed by a memset first) the
+// elements that may make it wrong and records the first flatSlots of
+// them, then one apply launch (redPhaseFlat, a warp per slice) mends the
+// slices where it is wrong: at the recorded elements alone, or by reading
+// the slice again (gen/reduce.cuh, red_flat_fix). Against the stats kernel
+// and red_total (or the cluster kernel), which read x as strided tiles and
+// combine partials, the flat kernel streams x at the binary kernels' speed
+// (measured in docs/benchmarks.md). Slices that are not split keep the
+// row and col kernels, which read x once in one launch.
+const ReduceFlatEnv = "BARACUDA_REDUCE_FLAT"
+
+// flatSlots is RedMaxMin::flat_slots (0 for Prod, which rereads a slice
+// with a zero anyway: it needs the product of the others).
+func flatSlots(op ReduceOp) int64 {
+	if op == ReduceMax || op == ReduceMin {
+		return 4
+	}
+	return 0
+}
+
+// flatFixSize is the workspace of the flat path: a 4-byte count per slice,
+// then at a 16-byte boundary flatSlots 8-byte indices per slice.
+func flatFixSize(op ReduceOp, slices int64) int64 {
+	return (4*slices+15)&^15 + 8*flatSlots(op)*slices
+}
 
 // The one-pass col split: Var and Std, whose split col slices otherwise
 // read x twice (stats, then apply), can run one launch instead, in which
@@ -472,7 +505,8 @@ func NewReduceBackward(desc ReduceDesc) (*ReduceBackward, error) {
 	refs := []kref{{"row", &p.rowK}, {"col", &p.colK}}
 	if desc.Op.hasStats() {
 		refs = append(refs, kref{"stats", &p.stats}, kref{"apply", &p.apply}, kref{"one", &p.oneK}, kref{"cluster", &p.cluK})
-	} else {
+	}
+	if !desc.Op.hasStats() || desc.Op.provisional() {
 		refs = append(refs, kref{"flat", &p.flatK})
 	}
 	for _, r := range refs {
@@ -494,11 +528,15 @@ func NewReduceBackward(desc ReduceDesc) (*ReduceBackward, error) {
 	}
 	if numel > 0 {
 		p.slices = numel / k
-		if p.flatK != nil {
-			p.flat = flatGeometry(desc.Shape, axis, numel, desc.DType.Size())
-		}
 		p.row = rowGeometry(p.slices, k, desc.DType.Size())
 		p.col = colGeometry(p.slices, k, colVec(desc.DType, desc.Op))
+		if p.flatK != nil {
+			p.flat = flatGeometry(desc.Shape, axis, numel, desc.DType.Size())
+			if desc.Op.hasStats() && p.flat.packs > 0 && !p.flatSplit() {
+				p.flat = reduceFlat{}
+			}
+			p.flatFx = desc.Op.hasStats() && p.flat.packs > 0
+		}
 		if desc.Op.hasStats() {
 			acc := redAccSize(desc.DType)
 			w := int64(redBlock / p.col.group)
@@ -526,6 +564,9 @@ func NewReduceBackward(desc ReduceDesc) (*ReduceBackward, error) {
 				entries += p.slices
 			}
 			p.ws = entries * acc
+			if p.flatFx {
+				p.ws = max(p.ws, flatFixSize(desc.Op, p.slices))
+			}
 			if p.one {
 				// Then the ticket and one arrival counter per slice
 				// block (as many as with one slice per thread).
@@ -537,9 +578,31 @@ func NewReduceBackward(desc ReduceDesc) (*ReduceBackward, error) {
 	return p, nil
 }
 
+// flatSplit tells whether a provisional op takes the flat path where its
+// operands are dense (ReduceFlatEnv, else where the mapping that dense
+// operands get, row when the axis is innermost, splits the slices).
+func (p *ReduceBackward) flatSplit() bool {
+	switch os.Getenv(ReduceFlatEnv) {
+	case "never":
+		return false
+	case "always":
+		return true
+	}
+	inner := int64(1)
+	for _, d := range p.shape[p.axis+1:] {
+		inner *= int64(d)
+	}
+	if p.k > 1 && inner == 1 {
+		return p.row.nchunks > 1
+	}
+	return p.col.nchunks > 1
+}
+
 // Kernel identifies the kernel that writes dx for contiguous operands
 // (16-byte aligned, as allocations are): "flat" for Sum, Mean, Norm2 and
-// LogSumExp where the shape allows it (see flatGeometry); else the
+// LogSumExp where the shape allows it (see flatGeometry), and for Max, Min
+// and Prod where it also allows their slices to be split (then "apply"
+// mends the slices where the flat kernel's provisional dx is wrong); else the
 // "row" variant when the reduced axis is innermost, else "col"; "apply"
 // (after "stats") when an op with statistics splits its slices, but "one"
 // for Var and Std split along an outer axis (Run takes it where x is
@@ -814,11 +877,11 @@ func (p *ReduceBackward) colVectorizable(x, dx *Tensor, dim *[MaxRank]int64, st 
 
 // blocks is the grid a launch of L needs before the resident limit.
 func (L *reduceLayout) blocks() int64 {
+	if L.phase == redPhaseTotal || L.phase == redPhaseFlat {
+		return ceilDiv(L.slices, redBlock/32) // a warp per slice
+	}
 	if L.flat.packs > 0 {
 		return int64(gridCover(L.flat.packs, redBlock))
-	}
-	if L.phase == redPhaseTotal {
-		return ceilDiv(L.slices, redBlock/32) // a warp per slice
 	}
 	if L.mapping == redRow {
 		return ceilDiv(L.tiles, int64(redBlock/L.group))
@@ -827,7 +890,9 @@ func (L *reduceLayout) blocks() int64 {
 }
 
 // Run validates args and enqueues the kernels on s: the flat kernel for an
-// op without statistics on dense operands (see dense), else the row or col
+// op without statistics on dense operands (see dense), and for Max, Min and
+// Prod on dense operands whose slices would be split (a memset of the
+// counts, the flat kernel, then the apply kernel's redPhaseFlat), else the row or col
 // kernel (by the operands' strides), or, when an op with statistics splits
 // its slices into chunks, the one kernel (col, after a memset of its
 // counters) or the stats kernel then the apply kernel twice (the slices'
@@ -851,8 +916,18 @@ func (p *ReduceBackward) Run(s *driver.Stream, a *ReduceArgs) error {
 		if err != nil {
 			return err
 		}
-		L = reduceLayout{k: p.k, slices: p.slices, chunk: p.k, nchunks: 1, scale: p.scale, flat: p.flat}
-		return p.launch(s, lf, a, &L)
+		if !p.flatFx {
+			L = reduceLayout{k: p.k, slices: p.slices, chunk: p.k, nchunks: 1, scale: p.scale, flat: p.flat}
+			return p.launch(s, lf, a, &L)
+		}
+		// The provisional ops: the counts zeroed, the flat kernel, then
+		// red_flat_fix, which finds each slice by the strided layout.
+		p.layout(a, &L)
+		L.flat = p.flat
+		if err := s.MemsetD8Async(a.Workspace.Slice(0, 4*p.slices), 0); err != nil {
+			return err
+		}
+		return p.launchThenApply(s, lf, a, &L, redPhaseFlat)
 	}
 	p.layout(a, &L)
 	main := p.colK
@@ -888,14 +963,7 @@ func (p *ReduceBackward) Run(s *driver.Stream, a *ReduceArgs) error {
 		if err != nil {
 			return err
 		}
-		if err := p.launch(s, lf, a, &L); err != nil {
-			return err
-		}
-		if lf, err = p.apply.resolve(ctx); err != nil {
-			return err
-		}
-		L.phase = redPhaseTotal
-		if err := p.launch(s, lf, a, &L); err != nil || p.desc.Op.provisional() {
+		if err := p.launchThenApply(s, lf, a, &L, redPhaseTotal); err != nil || p.desc.Op.provisional() {
 			return err
 		}
 		L.phase, L.reverse = redPhaseApply, 1
@@ -906,6 +974,21 @@ func (p *ReduceBackward) Run(s *driver.Stream, a *ReduceArgs) error {
 		return err
 	}
 	return p.launch(s, lf, a, &L)
+}
+
+// launchThenApply launches first on L, then the apply kernel on L in
+// phase (redPhaseTotal after the stats kernel, redPhaseFlat after the
+// flat one).
+func (p *ReduceBackward) launchThenApply(s *driver.Stream, first *loadedFunction, a *ReduceArgs, L *reduceLayout, phase int32) error {
+	if err := p.launch(s, first, a, L); err != nil {
+		return err
+	}
+	lf, err := p.apply.resolve(s.Context())
+	if err != nil {
+		return err
+	}
+	L.phase = phase
+	return p.launch(s, lf, a, L)
 }
 
 // clusterTiles is the cluster kernel's grid for the col layout L (one

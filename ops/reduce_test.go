@@ -155,7 +155,10 @@ func TestReduceDesc(t *testing.T) {
 		want  string
 	}{
 		{ReduceMax, []int{4096, 4096}, 1, "reduce_bw_max_f32_row"},
-		{ReduceMax, []int{4096, 4096}, 0, "reduce_bw_max_f32_apply"},
+		{ReduceMax, []int{4096, 4096}, 0, "reduce_bw_max_f32_flat"},
+		{ReduceMax, []int{4096, 4095}, 0, "reduce_bw_max_f32_apply"},
+		{ReduceProd, []int{3, 1 << 20}, 1, "reduce_bw_prod_f32_flat"},
+		{ReduceProd, []int{3, 1<<20 + 1}, 1, "reduce_bw_prod_f32_apply"},
 		{ReduceVar, []int{4096, 4096}, 0, "reduce_bw_var_f32_one"},
 		{ReduceVar, []int{100000, 3}, 0, "reduce_bw_var_f32_apply"},
 		{ReduceSum, []int{4096, 4096}, 0, "reduce_bw_sum_f32_flat"},
@@ -447,9 +450,10 @@ func TestReduceFlat(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, want := p.flatK != nil, !op.hasStats(); got != want {
+		if got, want := p.flatK != nil, !op.hasStats() || op.provisional(); got != want {
 			t.Errorf("%s: flat kernel %v, want %v", op, got, want)
 		}
+		// The provisional ops' slices are not split here: the col kernel.
 		a := redArgs(p)
 		if got := p.dense(&a); got != !op.hasStats() {
 			t.Errorf("%s: dense %v for contiguous operands", op, got)
@@ -677,6 +681,56 @@ func FuzzReduceDescriptor(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestReduceFlatPlan: which plans of the provisional ops take the flat
+// path (dense operands whose slices the row or col mapping would split, or
+// any under ReduceFlatEnv=always; none under "never"), and its workspace.
+func TestReduceFlatPlan(t *testing.T) {
+	for _, c := range []struct {
+		op    ReduceOp
+		dt    dtype.DType
+		shape []int
+		axis  int
+		env   string
+		want  bool
+	}{
+		{ReduceMax, dtype.F32, []int{4096, 4096}, 0, "", true},
+		{ReduceMin, dtype.BF16, []int{4096, 4096}, 0, "", true},
+		{ReduceProd, dtype.BF16, []int{4096, 4096}, 0, "", true},
+		{ReduceProd, dtype.F64, []int{3, 20000}, 1, "", true},   // row split
+		{ReduceMax, dtype.F32, []int{4096, 4096}, 1, "", false}, // one row kernel
+		{ReduceMax, dtype.F32, []int{4096, 4095}, 0, "", false}, // no 16-byte packs
+		{ReduceVar, dtype.F32, []int{4096, 4096}, 0, "", false},
+		{ReduceMax, dtype.F32, []int{4096, 4096}, 0, "never", false},
+		{ReduceMax, dtype.F32, []int{64, 32}, 0, "always", true},
+		{ReduceStd, dtype.F32, []int{64, 32}, 0, "always", false},
+		{ReduceSum, dtype.F32, []int{64, 32}, 0, "never", false}, // the knob is the provisional ops'
+	} {
+		t.Setenv(ReduceFlatEnv, c.env)
+		p, err := NewReduceBackward(ReduceDesc{Op: c.op, DType: c.dt, Shape: c.shape, Axis: c.axis, Correction: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.flatFx != c.want {
+			t.Errorf("%s %s %v axis %d %s=%q: flat path %v, want %v", c.op, c.dt, c.shape, c.axis, ReduceFlatEnv, c.env, p.flatFx, c.want)
+		}
+		if c.want {
+			need := flatFixSize(c.op, p.slices)
+			if p.ws < need || p.flat.packs == 0 {
+				t.Errorf("%s %s %v: workspace %d (flat path needs %d), packs %d", c.op, c.dt, c.shape, p.ws, need, p.flat.packs)
+			}
+			if a := redArgs(p); !p.dense(&a) {
+				t.Errorf("%s %s %v: contiguous operands do not take the flat path", c.op, c.dt, c.shape)
+			}
+		}
+	}
+	if got, want := flatFixSize(ReduceMax, 4096), int64(4096*4+4096*4*8); got != want {
+		t.Errorf("flatFixSize(max, 4096) = %d, want %d", got, want)
+	}
+	if got, want := flatFixSize(ReduceProd, 5), int64(32); got != want {
+		t.Errorf("flatFixSize(prod, 5) = %d, want %d", got, want)
+	}
 }
 
 // TestReduceClusterPlan: which plans may take the cluster kernel (the

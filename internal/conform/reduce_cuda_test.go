@@ -42,16 +42,37 @@ func TestReduceOneGPU(t *testing.T) {
 // TestReduceClusterGPU runs the suite for the ops with statistics with the
 // cluster kernel forced wherever their col slices split (Run takes it by
 // itself only for some ops, and only for grids of at least a quarter of the GPU's resident blocks), so
-// that the suite's split col cases reach it. Without a compute capability
+// that the suite's split col cases reach it (the flat path, which dense
+// operands would take first, is kept off). Without a compute capability
 // 9.0 GPU the plans fall back to the two passes, as Run does.
 func TestReduceClusterGPU(t *testing.T) {
 	t.Setenv(ops.ReduceClusterEnv, "always")
+	t.Setenv(ops.ReduceFlatEnv, "never")
 	env := testEnv(t)
 	cases := ReduceCases(quick())
 	for _, op := range []ops.ReduceOp{ops.ReduceMax, ops.ReduceMin, ops.ReduceProd, ops.ReduceVar, ops.ReduceStd} {
 		for _, dt := range dtype.All {
 			t.Run("reduce_bw_"+op.String()+"_"+dt.Suffix(), func(t *testing.T) {
 				report(t, env.CheckReduce(op, dt, cases, 44))
+			})
+		}
+	}
+}
+
+// TestReduceFlatGPU runs the suite for Max, Min and Prod with the flat
+// path forced wherever the operands are dense (Run takes it by itself
+// only where their slices would be split), so that every contiguous case
+// whose shape allows 16-byte packs reaches the flat kernel and
+// red_flat_fix: ties within the recorded slots and beyond them, NaN
+// slices, zeros.
+func TestReduceFlatGPU(t *testing.T) {
+	t.Setenv(ops.ReduceFlatEnv, "always")
+	env := testEnv(t)
+	cases := ReduceCases(quick())
+	for _, op := range []ops.ReduceOp{ops.ReduceMax, ops.ReduceMin, ops.ReduceProd} {
+		for _, dt := range dtype.All {
+			t.Run("reduce_bw_"+op.String()+"_"+dt.Suffix(), func(t *testing.T) {
+				report(t, env.CheckReduce(op, dt, cases, 45))
 			})
 		}
 	}
