@@ -280,7 +280,8 @@ const ReduceOneEnv = "BARACUDA_REDUCE_ONE"
 // 16-bit dtypes share bf16's kernel shape; f64 was not timed) and only
 // where its grid is at least a quarter of the GPU's resident blocks (one
 // block per tile, and only redCluster chunks per slice: few slices are
-// better split by the two passes). With fewer
+// better split by the two passes). Dense operands of Max, Min and Prod
+// take the flat path before it (see ReduceFlatEnv). With fewer
 // chunks than the two passes' (up to 64) the sums of prod round in
 // another order, so its bits differ from a GPU without clusters (each
 // GPU stays bit-stable run to run).
