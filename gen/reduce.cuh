@@ -49,7 +49,8 @@
 // (fix()); on split slices red_total rewrites only the chunks whose
 // provisional dx can be wrong (fix_chunk(): for max/min, those holding an
 // element equal to y). So those ops read x once in the common case on
-// every path.
+// every path. On dense operands whose slices would be split the launcher
+// takes the flat kernel for them instead (reduce_flat, red_flat_fix).
 #pragma once
 #include "common.cuh"
 
