@@ -581,8 +581,12 @@ func NewReduceBackward(desc ReduceDesc) (*ReduceBackward, error) {
 
 // flatSplit tells whether a provisional op takes the flat path where its
 // operands are dense (ReduceFlatEnv, else where the mapping that dense
-// operands get, row when the axis is innermost, splits the slices).
+// operands get, row when the axis is innermost, splits the slices); never
+// for slices longer than a 32-bit count.
 func (p *ReduceBackward) flatSplit() bool {
+	if p.k > math.MaxInt32 {
+		return false // the counts are 32-bit
+	}
 	switch os.Getenv(ReduceFlatEnv) {
 	case "never":
 		return false

@@ -705,7 +705,8 @@ func TestReduceFlatPlan(t *testing.T) {
 		{ReduceMax, dtype.F32, []int{4096, 4096}, 0, "never", false},
 		{ReduceMax, dtype.F32, []int{64, 32}, 0, "always", true},
 		{ReduceStd, dtype.F32, []int{64, 32}, 0, "always", false},
-		{ReduceSum, dtype.F32, []int{64, 32}, 0, "never", false}, // the knob is the provisional ops'
+		{ReduceSum, dtype.F32, []int{64, 32}, 0, "never", false},     // the knob is the provisional ops'
+		{ReduceMax, dtype.F32, []int{1<<31 + 8}, 0, "always", false}, // longer than a 32-bit count
 	} {
 		t.Setenv(ReduceFlatEnv, c.env)
 		p, err := NewReduceBackward(ReduceDesc{Op: c.op, DType: c.dt, Shape: c.shape, Axis: c.axis, Correction: 1})
