@@ -216,7 +216,7 @@ const (
 // be split, Run takes the flat kernel for it, which also counts per slice
 // (integer atomics into the workspace, zeroed by a memset first) the
 // elements that may make it wrong and records the first flatSlots of
-// them, then one apply launch (redPhaseFlat, a warp per slice) mends the
+// them, then one apply launch (redPhaseFlat, a thread per slice) mends the
 // slices where it is wrong: at the recorded elements alone, or by reading
 // the slice again (gen/reduce.cuh, red_flat_fix). Against the stats kernel
 // and red_total (or the cluster kernel), which read x as strided tiles and
@@ -882,8 +882,11 @@ func (p *ReduceBackward) colVectorizable(x, dx *Tensor, dim *[MaxRank]int64, st 
 
 // blocks is the grid a launch of L needs before the resident limit.
 func (L *reduceLayout) blocks() int64 {
-	if L.phase == redPhaseTotal || L.phase == redPhaseFlat {
+	if L.phase == redPhaseTotal {
 		return ceilDiv(L.slices, redBlock/32) // a warp per slice
+	}
+	if L.phase == redPhaseFlat {
+		return ceilDiv(L.slices, redBlock) // a thread per slice
 	}
 	if L.flat.packs > 0 {
 		return int64(gridCover(L.flat.packs, redBlock))
