@@ -405,12 +405,9 @@ func oneGeometry(geo reduceGeom, k, rowBytes int64) (reduceGeom, bool) {
 // flatGeometry is the flat kernel's layout for x of shape, reduced along
 // axis: a 16-byte pack of N elements must lie in one slice (I == 1, k a
 // multiple of N) or in N adjacent ones (I a multiple of N); else packs is 0.
-func flatGeometry(shape []int, axis int, numel int64, size int) reduceFlat {
+func flatGeometry(shape []int, axis int, elems int64, size int) reduceFlat {
 	n := int64(16 / size)
-	k, inner := int64(shape[axis]), int64(1)
-	for _, d := range shape[axis+1:] {
-		inner *= int64(d)
-	}
+	k, inner := int64(shape[axis]), numel(shape[axis+1:])
 	var f reduceFlat
 	switch {
 	case inner == 1 && k%n == 0:
@@ -422,7 +419,7 @@ func flatGeometry(shape []int, axis int, numel int64, size int) reduceFlat {
 	default:
 		return f
 	}
-	f.packs = numel / n
+	f.packs = elems / n
 	return f
 }
 
@@ -593,14 +590,17 @@ func (p *ReduceBackward) flatSplit() bool {
 	case "always":
 		return true
 	}
-	inner := int64(1)
-	for _, d := range p.shape[p.axis+1:] {
-		inner *= int64(d)
+	geo, _ := p.denseGeom()
+	return geo.nchunks > 1
+}
+
+// denseGeom is the geometry of the mapping that contiguous operands get:
+// row when the reduced axis is innermost (and longer than 1), else col.
+func (p *ReduceBackward) denseGeom() (geo reduceGeom, row bool) {
+	if p.k > 1 && numel(p.shape[p.axis+1:]) == 1 {
+		return p.row, true
 	}
-	if p.k > 1 && inner == 1 {
-		return p.row.nchunks > 1
-	}
-	return p.col.nchunks > 1
+	return p.col, false
 }
 
 // Kernel identifies the kernel that writes dx for contiguous operands
@@ -619,17 +619,14 @@ func (p *ReduceBackward) Kernel() KernelInfo {
 	if p.flat.packs > 0 {
 		return KernelInfo{Name: p.flatK.name, Family: "reduce", Op: p.id.op, DType: p.desc.DType, Backend: backend}
 	}
-	inner := int64(1)
-	for _, d := range p.shape[p.axis+1:] {
-		inner *= int64(d)
-	}
-	ref, geo := p.colK, p.col
-	if p.k > 1 && inner == 1 {
-		ref, geo = p.rowK, p.row
+	geo, row := p.denseGeom()
+	ref := p.colK
+	if row {
+		ref = p.rowK
 	}
 	if p.stats != nil && geo.nchunks > 1 {
 		ref = p.apply
-		if p.one && geo == p.col {
+		if p.one && !row {
 			ref = p.oneK
 		}
 	}

@@ -209,15 +209,11 @@ func scanCeil(a, b int64) int64 { return (a + b - 1) / b }
 func scanAlign16(v int64) int64 { return (v + 15) &^ 15 }
 
 // newScanGeom computes the geometry of a non-empty tensor.
-func newScanGeom(op ScanOp, dt dtype.DType, shape []int, axis int, numel int64) scanGeom {
+func newScanGeom(op ScanOp, dt dtype.DType, shape []int, axis int, elems int64) scanGeom {
 	rowN, colN := scanItems(op, dt)
 	g := scanGeom{n: int64(shape[axis])}
-	g.nslices = numel / g.n
-	inner := int64(1)
-	for _, d := range shape[axis+1:] {
-		inner *= int64(d)
-	}
-	if inner == 1 && g.n > 8*colN {
+	g.nslices = elems / g.n
+	if numel(shape[axis+1:]) == 1 && g.n > 8*colN {
 		g.row = true
 		g.split = 32
 		for g.split < scanBlock && int64(g.split)*rowN < g.n {
