@@ -938,14 +938,6 @@ template <typename M> __device__ __forceinline__ RedAcc<M> red_shfl0(const RedAc
 	return red_acc(__shfl_sync(0xffffffffu, v.a, 0), __shfl_sync(0xffffffffu, v.z, 0));
 }
 
-// red_total_fix rewrites the chunks of slice s whose provisional dx is
-// wrong (one warp; acc is the slice's total, cx its context; xo, xs and
-// dof, ds the slice's offset and stride along the axis in x and dx). It
-// is a call, not inlined, so that the common path of red_total (no
-// rewrite) stays as compact as before it batched its loads: inlined, the
-// larger rewrite cost the untied slices of prod bf16 along axis 0 1.5 us
-// (H100). It takes scalars, not the layout, whose address would send the
-// kernel parameter through local memory.
 // red_fix_rows rewrites dx from x at positions 0..len of one slice (xp,
 // dp: its first position; xs, ds: the strides along the axis) with context
 // cx, the warp's lanes taking every 32nd position, RED_FIX_BATCH rows per
@@ -972,6 +964,14 @@ __device__ __forceinline__ void red_fix_rows(const T* __restrict__ xp, T* __rest
 	}
 }
 
+// red_total_fix rewrites the chunks of slice s whose provisional dx is
+// wrong (one warp; acc is the slice's total, cx its context; xo, xs and
+// dof, ds the slice's offset and stride along the axis in x and dx). It
+// is a call, not inlined, so that the common path of red_total (no
+// rewrite) stays as compact as before it batched its loads: inlined, the
+// larger rewrite cost the untied slices of prod bf16 along axis 0 1.5 us
+// (H100). It takes scalars, not the layout, whose address would send the
+// kernel parameter through local memory.
 template <typename T, typename Op>
 __device__ __noinline__ void red_total_fix(const T* __restrict__ x, T* __restrict__ dx,
 		const RedAcc<typename OpMath<T>::type>* __restrict__ ws, RedAcc<typename OpMath<T>::type> acc,
@@ -1068,9 +1068,10 @@ __device__ __noinline__ void red_flat_redo(const T* __restrict__ x, T* __restric
 // its g*0, the same bits as (g/count)*0) is mended by its thread at those
 // indices alone; the warp then redoes together, one after another, its
 // slices that need more (max/min with no element equal to y, or more ties
-// than slots; prod with a zero: red_flat_redo). A warp per slice measured
-// 7 us here for bf16 max along axis 0 (ncu), most of it the launch and
-// ramp of 512 blocks that mostly read one count each.
+// than slots; prod with a zero: red_flat_redo). The first form, a warp per
+// slice (512 blocks for 4096 slices, most reading one count), took 7 us
+// under ncu for bf16 max along axis 0 against the flat kernel's 23; this
+// one measured 0.3-0.6 us faster in the benchmark (H100).
 template <typename T, typename Op>
 __device__ __forceinline__ void red_flat_fix(const T* __restrict__ x, const T* __restrict__ y,
 		const T* __restrict__ dy, T* __restrict__ dx, void* __restrict__ ws, const ReduceLayout& L) {
