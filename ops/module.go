@@ -103,9 +103,21 @@ func loadFunction(ctx *driver.Context, row *kernelRow, block, smem int) (*loaded
 	lf := &loadedFunction{ctx: ctx, fn: fn, sms: sms, blocksPerSM: per, l2: int64(l2)}
 	if smem > 0 {
 		if smem > 48<<10 {
-			// Always the same limit: the attribute belongs to the
-			// function, which plans share.
-			if err := fn.SetMaxDynamicSharedMem(maxDynSmem); err != nil {
+			// Beyond 48 KiB a function must opt in, up to the device's
+			// limit (96 KiB or more from compute capability 7.0 on, 64
+			// KiB on 7.5). Always the same amount, maxDynSmem or that
+			// limit: the attribute belongs to the function, which plans
+			// share. Where smem is more than the device allows, no
+			// block fits (smemBlocksPerSM 0) and the launcher takes
+			// another kernel.
+			optin, err := ctx.Device().Attribute(attrMaxSharedPerBlockOptin)
+			if err != nil {
+				return nil, err
+			}
+			if smem > min(optin, maxDynSmem) {
+				return lf, nil
+			}
+			if err := fn.SetMaxDynamicSharedMem(min(optin, maxDynSmem)); err != nil {
 				return nil, err
 			}
 		}
@@ -116,10 +128,12 @@ func loadFunction(ctx *driver.Context, row *kernelRow, block, smem int) (*loaded
 	return lf, nil
 }
 
-// maxDynSmem is the most dynamic shared memory any launch asks for. Beyond
-// 48 KiB a function must opt in (cuFuncSetAttribute), and it always opts in
-// to this much.
-const maxDynSmem = 64 << 10
+// maxDynSmem is the most dynamic shared memory any launch asks for.
+const maxDynSmem = 96 << 10
+
+// attrMaxSharedPerBlockOptin is CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN:
+// the most shared memory a block may opt in to.
+const attrMaxSharedPerBlockOptin = 97
 
 // kernelRef is a plan's handle on one kernel. It remembers the function for
 // the last context it ran in, so a warm Run looks nothing up.

@@ -135,6 +135,7 @@ type ReduceBackward struct {
 	ws     int64
 	one    bool       // split col slices may take the "one" kernel
 	oneAny bool       // ... whatever the size of x (ReduceOneEnv)
+	oneG   reduceGeom // its cut of the col slices (col keeps the two passes')
 	oneOff int64      // byte offset of its counters in the workspace
 	rowK   *kernelRef // one pass, the row mapping
 	colK   *kernelRef // one pass, the col mapping
@@ -247,12 +248,15 @@ func flatFixSize(op ReduceOp, slices int64) int64 {
 // statistics are complete (gen/reduce.cuh, red_one_totals). Its tiles wait
 // for one another, which costs more than the second read of x as long as
 // x fits in L2 (on an H100: 4096x4096 along axis 0, bf16 47 µs in two
-// passes, 53 in one; f32, twice L2, 85 in two, 77 in one), so Run takes it
-// only for an x larger than the L2 cache. Max, Min and Prod read x once
-// anyway (their provisional dx), and took longer in one launch at both
-// sizes. All nchunks tiles of a slice block must fit on the GPU at once:
-// the plan allows at most redOneMaxChunks chunks, and Run falls back to
-// the two passes where fewer than 2*nchunks blocks fit.
+// passes, 53 in one with 64 KiB tiles; f32, twice L2, 85 in two, 77 in one
+// with 64 KiB tiles and 72 with 96 KiB ones), so Run takes it only for an
+// x larger than the L2 cache. Max, Min and Prod read x once anyway (their
+// provisional dx), and took longer in one launch at both sizes. All
+// nchunks tiles of a slice block must fit on the GPU at once: the plan
+// allows at most redOneMaxChunks chunks, and Run falls back to the two
+// passes where fewer than 2*nchunks blocks fit, or where the device allows
+// a block less shared memory than a tile needs (64 KiB on compute
+// capability 7.5).
 const (
 	redOneSmem      = maxDynSmem
 	redOneMaxChunks = 64
@@ -387,18 +391,18 @@ func colGeometry(slices, k int64, v int64) reduceGeom {
 	return geo
 }
 
-// oneGeometry fits a split col geometry to the one-pass launch: chunks of
-// at most redOneSmem / rowBytes rows (rowBytes: a row of a tile, W threads
-// taking v slices), and at most redOneMaxChunks of them.
+// oneGeometry fits a split col geometry to the one-pass launch: as few
+// chunks as redOneSmem allows, at least 2 (rowBytes: a row of a tile, W
+// threads taking v slices), and at most redOneMaxChunks of them. Fewer,
+// longer chunks measured faster: each tile waits for fewer others and its
+// wait is spread over more rows (docs/benchmarks.md).
 func oneGeometry(geo reduceGeom, k, rowBytes int64) (reduceGeom, bool) {
 	rows := redOneSmem / rowBytes
-	if geo.chunk > rows {
-		blocks := geo.tiles / geo.nchunks
-		geo.nchunks = ceilDiv(k, rows)
-		geo.chunk = ceilDiv(k, geo.nchunks)
-		geo.nchunks = ceilDiv(k, geo.chunk)
-		geo.tiles = blocks * geo.nchunks
-	}
+	blocks := geo.tiles / geo.nchunks
+	geo.nchunks = max(ceilDiv(k, rows), 2)
+	geo.chunk = ceilDiv(k, geo.nchunks)
+	geo.nchunks = ceilDiv(k, geo.chunk)
+	geo.tiles = blocks * geo.nchunks
 	return geo, geo.nchunks <= redOneMaxChunks
 }
 
@@ -546,7 +550,7 @@ func NewReduceBackward(desc ReduceDesc) (*ReduceBackward, error) {
 			if p.col.nchunks > 1 && !desc.Op.provisional() && mode != "never" {
 				v := colVec(desc.DType, desc.Op)
 				if geo, ok := oneGeometry(p.col, k, w*v*int64(desc.DType.Size())); ok {
-					p.col, p.one, p.oneAny = geo, true, mode == "always"
+					p.oneG, p.one, p.oneAny = geo, true, mode == "always"
 					p.oneK.smem = int(geo.chunk * w * v * int64(desc.DType.Size()))
 				}
 			}
@@ -568,8 +572,8 @@ func NewReduceBackward(desc ReduceDesc) (*ReduceBackward, error) {
 			if p.one {
 				// Then the ticket and one arrival counter per slice
 				// block (as many as with one slice per thread).
-				p.oneOff = p.slices * (p.col.nchunks + 1) * acc
-				p.ws = max(p.ws, (p.oneOff+4*(1+ceilDiv(p.slices, w))+15)&^15)
+				p.oneOff = p.slices * (p.oneG.nchunks + 1) * acc
+				p.ws = (max(p.ws, p.oneOff+4*(1+ceilDiv(p.slices, w))) + 15) &^ 15
 			}
 		}
 	}
@@ -955,7 +959,9 @@ func (p *ReduceBackward) Run(s *driver.Stream, a *ReduceArgs) error {
 				return err
 			}
 			big := p.oneAny || p.numel*int64(p.desc.DType.Size()) > lf.l2
-			if big && int64(lf.sms*lf.smemBlocksPerSM) >= 2*L.nchunks {
+			if g := &p.oneG; big && int64(lf.sms*lf.smemBlocksPerSM) >= 2*g.nchunks {
+				L.tiles = L.tiles / L.nchunks * g.nchunks
+				L.chunk, L.nchunks = g.chunk, g.nchunks
 				ctr := a.Workspace.Slice(p.oneOff, 4*(1+L.tiles/L.nchunks))
 				if err := s.MemsetD8Async(ctr, 0); err != nil {
 					return err

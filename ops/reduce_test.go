@@ -196,12 +196,16 @@ func TestReduceOneGeometry(t *testing.T) {
 		chunk, chunks int64
 		smem          int
 	}{
-		{ReduceVar, dtype.F32, []int{4096, 4096}, true, 128, 32, 64 << 10},
-		{ReduceVar, dtype.BF16, []int{4096, 4096}, true, 128, 32, 32 << 10},
-		{ReduceStd, dtype.F64, []int{4096, 4096}, true, 128, 32, 64 << 10},      // 256-row chunks halved
-		{ReduceStd, dtype.F16, []int{4097, 3}, true, 129, 32, 129 * 32 * 4 * 2}, // 4 slices per thread at most
-		{ReduceVar, dtype.F32, []int{100000, 3}, false, 129, 776, 0},            // too many chunks
-		{ReduceMax, dtype.F32, []int{4096, 4096}, false, 128, 32, 0},            // provisional: x is read once anyway
+		// As few chunks as 96 KiB of x per tile allows: rows of 512 bytes
+		// (32 threads across, 4 f32 or 2 f64 slices each) or 256 (4
+		// 16-bit slices each).
+		{ReduceVar, dtype.F32, []int{4096, 4096}, true, 187, 22, 187 * 512},
+		{ReduceVar, dtype.BF16, []int{4096, 4096}, true, 373, 11, 373 * 256},
+		{ReduceStd, dtype.F64, []int{4096, 4096}, true, 187, 22, 187 * 512},
+		{ReduceStd, dtype.F16, []int{4097, 3}, true, 373, 11, 373 * 256},  // 4 slices per thread at most
+		{ReduceVar, dtype.F32, []int{300, 4096}, true, 150, 2, 150 * 512}, // at least 2 chunks
+		{ReduceVar, dtype.F32, []int{100000, 3}, false, 129, 776, 0},      // too many chunks
+		{ReduceMax, dtype.F32, []int{4096, 4096}, false, 128, 32, 0},      // provisional: x is read once anyway
 		{ReduceProd, dtype.F64, []int{4096, 4096}, false, 256, 16, 0},
 		{ReduceSum, dtype.F32, []int{4096, 4096}, false, 128, 32, 0}, // no statistics
 	} {
@@ -213,17 +217,26 @@ func TestReduceOneGeometry(t *testing.T) {
 		if p.oneK != nil {
 			smem = p.oneK.smem
 		}
-		if p.one != c.one || p.col.chunk != c.chunk || p.col.nchunks != c.chunks || smem != c.smem {
-			t.Errorf("%s %s %v: one %v, chunk %d x %d, smem %d; want %v, %d x %d, %d",
-				c.op, c.dt, c.shape, p.one, p.col.chunk, p.col.nchunks, smem, c.one, c.chunk, c.chunks, c.smem)
+		geo := p.col // the one kernel's cut, or the two passes'
+		if p.one {
+			geo = p.oneG
 		}
-		if p.col.chunk*(p.col.nchunks-1) >= int64(c.shape[0]) || p.col.chunk*p.col.nchunks < int64(c.shape[0]) {
-			t.Errorf("%s %v: %d chunks of %d do not cut %d rows", c.op, c.shape, p.col.nchunks, p.col.chunk, c.shape[0])
+		if p.one != c.one || geo.chunk != c.chunk || geo.nchunks != c.chunks || smem != c.smem {
+			t.Errorf("%s %s %v: one %v, chunk %d x %d, smem %d; want %v, %d x %d, %d",
+				c.op, c.dt, c.shape, p.one, geo.chunk, geo.nchunks, smem, c.one, c.chunk, c.chunks, c.smem)
+		}
+		if geo.chunk*(geo.nchunks-1) >= int64(c.shape[0]) || geo.chunk*geo.nchunks < int64(c.shape[0]) {
+			t.Errorf("%s %v: %d chunks of %d do not cut %d rows", c.op, c.shape, geo.nchunks, geo.chunk, c.shape[0])
+		}
+		// The two passes keep their own cut (Run falls back to them).
+		if col := colGeometry(p.slices, p.k, colVec(c.dt, c.op)); p.col != col {
+			t.Errorf("%s %v: col geometry %+v, want %+v", c.op, c.shape, p.col, col)
 		}
 		if p.one {
 			acc := redAccSize(c.dt)
 			w := int64(redBlock / p.col.group)
-			if p.oneOff != p.slices*(p.col.nchunks+1)*acc || p.ws < p.oneOff+4*(1+ceilDiv(p.slices, w)) || p.ws%16 != 0 {
+			if p.oneOff != p.slices*(p.oneG.nchunks+1)*acc || p.ws < p.oneOff+4*(1+ceilDiv(p.slices, w)) || p.ws%16 != 0 ||
+				p.ws < p.slices*(p.col.nchunks+1)*acc {
 				t.Errorf("%s %v: counters at %d in a workspace of %d", c.op, c.shape, p.oneOff, p.ws)
 			}
 		}
