@@ -246,17 +246,19 @@ func flatFixSize(op ReduceOp, slices int64) int64 {
 // each tile keeps its part of x in shared memory (at most redOneSmem
 // bytes: chunk rows of the block's slices) until its slice block's
 // statistics are complete (gen/reduce.cuh, red_one_totals). Its tiles wait
-// for one another, which costs more than the second read of x as long as
-// x fits in L2 (on an H100: 4096x4096 along axis 0, bf16 47 µs in two
-// passes, 53 in one with 64 KiB tiles; f32, twice L2, 85 in two, 77 in one
-// with 64 KiB tiles and 72 with 96 KiB ones), so Run takes it only for an
-// x larger than the L2 cache. Max, Min and Prod read x once anyway (their
-// provisional dx), and took longer in one launch at both sizes. All
-// nchunks tiles of a slice block must fit on the GPU at once: the plan
-// allows at most redOneMaxChunks chunks, and Run falls back to the two
-// passes where fewer than 2*nchunks blocks fit, or where the device allows
-// a block less shared memory than a tile needs (64 KiB on compute
-// capability 7.5).
+// for one another, which cost more than the second read of x where x fits
+// in L2 when the tiles were the col split's (on an H100, 4096x4096 along
+// axis 0: bf16, which fits, 47 µs in two passes, 51-53 in one with 32 KiB
+// tiles; f32, twice L2, 85 in two, 77 in one with 64 KiB tiles), so Run
+// takes it only for an x larger than the L2 cache. With 96 KiB tiles, f32
+// takes 72 µs, and bf16 45 against 48 in two passes: one shape, too little
+// to move the rule (docs/benchmarks.md). Max, Min and Prod read x once
+// anyway (their provisional dx), and took longer in one launch at both
+// sizes. All nchunks tiles of a slice block must fit on the GPU at once:
+// the plan allows at most redOneMaxChunks chunks, and Run falls back to
+// the two passes where fewer than 2*nchunks blocks fit, or where the
+// device allows a block less shared memory than a tile needs (64 KiB on
+// compute capability 7.5).
 const (
 	redOneSmem      = maxDynSmem
 	redOneMaxChunks = 64
