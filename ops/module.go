@@ -114,10 +114,11 @@ func loadFunction(ctx *driver.Context, row *kernelRow, block, smem int) (*loaded
 			if err != nil {
 				return nil, err
 			}
-			if smem > min(optin, maxDynSmem) {
+			limit := min(optin, maxDynSmem)
+			if smem > limit {
 				return lf, nil
 			}
-			if err := fn.SetMaxDynamicSharedMem(min(optin, maxDynSmem)); err != nil {
+			if err := fn.SetMaxDynamicSharedMem(limit); err != nil {
 				return nil, err
 			}
 		}
