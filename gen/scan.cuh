@@ -476,6 +476,11 @@ __device__ __forceinline__ void st_cg(double* p, double v) { __stcg(p, v); }
 __device__ __forceinline__ float ld_cg(const float* p) { return __ldcg(p); }
 __device__ __forceinline__ double ld_cg(const double* p) { return __ldcg(p); }
 
+// The launcher fills the look-back part of the workspace with 0xff bytes
+// before each launch: SCAN_NONE is a flag, or a 32-bit slot, that no tile
+// has written yet (and the ticket counter starts at all ones).
+#define SCAN_NONE 0xffffffffu
+
 __device__ __forceinline__ unsigned ld_flag(const unsigned* p) { return *reinterpret_cast<const volatile unsigned*>(p); }
 __device__ __forceinline__ void st_flag(unsigned* p, unsigned v) { *reinterpret_cast<volatile unsigned*>(p) = v; }
 // fence_gpu orders this thread's earlier and later memory operations for
@@ -483,6 +488,31 @@ __device__ __forceinline__ void st_flag(unsigned* p, unsigned v) { *reinterpret_
 // sequentially consistent fence). With the relaxed flag accesses above it
 // forms the fence-flag synchronization of the PTX memory model.
 __device__ __forceinline__ void fence_gpu() { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
+
+// Slots (float opmath): a tile value that is its own flag. A value (4
+// bytes) or a map (8 bytes) moves in one volatile access, which the PTX
+// memory model makes single-copy atomic, so a reader sees all of it or
+// SCAN_NONE, and needs no fence: the value is all it reads. A NaN is
+// stored as the canonical 0x7fffffff, so no value is ever all ones.
+__device__ __forceinline__ unsigned slot_bits(float v) { return v != v ? 0x7fffffffu : __float_as_uint(v); }
+__device__ __forceinline__ void slot_st(float* p, float v) {
+	*reinterpret_cast<volatile unsigned*>(p) = slot_bits(v);
+}
+__device__ __forceinline__ bool slot_ld(const float* p, float& v) {
+	const unsigned b = *reinterpret_cast<const volatile unsigned*>(p);
+	v = __uint_as_float(b);
+	return b != SCAN_NONE;
+}
+__device__ __forceinline__ void slot_st(Aff<float>* p, Aff<float> v) {
+	*reinterpret_cast<volatile unsigned long long*>(p) =
+			(unsigned long long)slot_bits(v.a) | (unsigned long long)slot_bits(v.u) << 32;
+}
+__device__ __forceinline__ bool slot_ld(const Aff<float>* p, Aff<float>& v) {
+	const unsigned long long b = *reinterpret_cast<const volatile unsigned long long*>(p);
+	v.a = __uint_as_float((unsigned)b);
+	v.u = __uint_as_float((unsigned)(b >> 32));
+	return b != ~0ULL;
+}
 
 // ---- one thread's run of elements ----------------------------------------
 
@@ -717,61 +747,113 @@ __device__ __forceinline__ M warp_fwd_scan(M v, int lane, bool rev, M& total) {
 
 // ---- look-back -------------------------------------------------------------
 
-// chain_lookback runs in warp 0 of a chunked tile: tile c (in ticket
-// order) of one look-back unit (flags: tile d's flag at [d * units]); lane
-// l serves slice s (valid: has), whose tile values are agg[d * nslices]
-// and incl[d * nslices]. Tile d publishes its value agg(d) (flag 1) as
-// soon as it has it, then incl(d) = fold(agg(d), incl(d-1)) (flag 2), with
-// incl(-1) = v0. The tile walks back from c-1 to the nearest tile with
-// flag 2 (waiting for flag 1 on the way) and folds the values in between
-// onto that tile's incl in ascending order. That is exactly the sequential
-// chain incl(c-1) = fold(agg(c-1), fold(agg(c-2), ...)), whichever tile it
-// stops at: the same operations on the same values in the same order, so
-// the result is bit-stable however the tiles are timed. Returns incl(c-1)
-// and publishes fold(tot, it) unless c is the last tile.
+// chain_lookback serves tile c (in ticket order) of one look-back unit:
+// lane l of the calling warp serves slice s (valid: has), whose tile values
+// are agg[d * nslices] and incl[d * nslices]. Tile d publishes its value
+// agg(d) as soon as it has it, then incl(d) = fold(agg(d), incl(d-1)),
+// with incl(-1) = v0. The tile walks back from c-1 to the nearest tile
+// whose incl is there (waiting for agg on the way) and folds the values in
+// between onto that incl in ascending order. That is exactly the
+// sequential chain incl(c-1) = fold(agg(c-1), fold(agg(c-2), ...)),
+// whichever tile it stops at: the same operations on the same values in
+// the same order, so the result is bit-stable however the tiles are timed.
+// Returns incl(c-1) and publishes fold(tot, it) unless c is the last tile.
+//
+// Two forms. With float opmath each slice's values are slots (above):
+// every lane walks back on its own and nothing waits on a fence. With
+// double opmath a map is 16 bytes, which no access moves at once, so a
+// flag per tile and unit (flags[d * units]) says what the unit's values
+// are: 1 agg, 2 agg and incl; the warp publishes them behind fences and
+// walks back together, 32 tiles per step.
+template <bool Slots> struct ScanChain;
+
+template <> struct ScanChain<true> {
+	template <typename A, typename M, typename F>
+	static __device__ __forceinline__ M run(unsigned*, A* agg, M* incl, const ScanLayout& L, i64 c, bool has, A tot,
+			M v0, F fold) {
+		M v = v0;
+		if (!has) return v;
+		const bool last = c + 1 == L.chunks;  // nobody reads the last tile
+		if (c > 0 && !last) slot_st(agg + c * L.nslices, tot);
+		if (c > 0) {
+			// Tile 0 publishes incl alone; every other tile agg first.
+			i64 d = c - 1;
+			for (;;) {
+				M iv;
+				if (slot_ld(incl + d * L.nslices, iv)) {
+					v = iv;
+					break;
+				}
+				A av;
+				if (d > 0 && slot_ld(agg + d * L.nslices, av)) {
+					--d;
+				} else {
+					__nanosleep(32);
+				}
+			}
+			for (i64 e = d + 1; e < c; ++e) {
+				A av;
+				slot_ld(agg + e * L.nslices, av);
+				v = fold(av, v);
+			}
+		}
+		if (!last) slot_st(incl + c * L.nslices, fold(tot, v));
+		return v;
+	}
+};
+
+template <> struct ScanChain<false> {
+	template <typename A, typename M, typename F>
+	static __device__ __forceinline__ M run(unsigned* flags, A* agg, M* incl, const ScanLayout& L, i64 c, bool has,
+			A tot, M v0, F fold) {
+		const int lane = threadIdx.x & 31;
+		const bool last = c + 1 == L.chunks;
+		if (c > 0 && !last) {
+			if (has) st_cg(agg + c * L.nslices, tot);
+			fence_gpu();
+			__syncwarp();
+			if (lane == 0) st_flag(flags + c * L.units, 1u);
+		}
+		// Find the nearest tile d0 < c with flag 2 (d0 = -1: the start,
+		// v0), 32 tiles per step: lane j looks at tile top - j.
+		i64 top = c - 1, d0 = -1;
+		while (top >= 0) {
+			const i64 d = top - lane;
+			const unsigned f = d >= 0 ? ld_flag(flags + d * L.units) : 2u;
+			const unsigned two = __ballot_sync(0xffffffffu, f == 2u);
+			const unsigned none = __ballot_sync(0xffffffffu, f == SCAN_NONE);
+			const unsigned below = two ? (two & (0u - two)) - 1u : 0xffffffffu;  // lanes before the first 2
+			if (none & below) {
+				__nanosleep(64);
+				continue;  // a tile on the way has not published its value yet
+			}
+			if (two) {
+				d0 = top - (__ffs(two) - 1);
+				break;
+			}
+			top -= 32;
+		}
+		fence_gpu();
+		M v = v0;
+		if (has) {
+			if (d0 >= 0) v = ld_cg(incl + d0 * L.nslices);
+			for (i64 d = d0 + 1; d < c; ++d) v = fold(ld_cg(agg + d * L.nslices), v);
+		}
+		if (!last) {
+			if (has) st_cg(incl + c * L.nslices, fold(tot, v));
+			fence_gpu();
+			__syncwarp();
+			if (lane == 0) st_flag(flags + c * L.units, 2u);
+		}
+		return v;
+	}
+};
+
+// chain_lookback runs in warp 0 of a chunked tile: every lane calls it.
 template <typename A, typename M, typename F>
 __device__ __forceinline__ M chain_lookback(unsigned* flags, A* agg, M* incl, const ScanLayout& L, i64 c, bool has,
 		A tot, M v0, F fold) {
-	const int lane = threadIdx.x & 31;
-	const bool last = c + 1 == L.chunks;  // nobody reads the last tile
-	if (c > 0 && !last) {
-		if (has) st_cg(agg + c * L.nslices, tot);
-		fence_gpu();
-		__syncwarp();
-		if (lane == 0) st_flag(flags + c * L.units, 1u);
-	}
-	// Find the nearest tile d0 < c with flag 2 (d0 = -1: the start, v0),
-	// 32 tiles per step: lane j looks at tile top - j.
-	i64 top = c - 1, d0 = -1;
-	while (top >= 0) {
-		const i64 d = top - lane;
-		const unsigned f = d >= 0 ? ld_flag(flags + d * L.units) : 2u;
-		const unsigned two = __ballot_sync(0xffffffffu, f == 2u);
-		const unsigned zero = __ballot_sync(0xffffffffu, f == 0u);
-		const unsigned below = two ? (two & (0u - two)) - 1u : 0xffffffffu;  // lanes before the first 2
-		if (zero & below) {
-			__nanosleep(64);
-			continue;  // a tile on the way has not published its value yet
-		}
-		if (two) {
-			d0 = top - (__ffs(two) - 1);
-			break;
-		}
-		top -= 32;
-	}
-	fence_gpu();
-	M v = v0;
-	if (has) {
-		if (d0 >= 0) v = ld_cg(incl + d0 * L.nslices);
-		for (i64 d = d0 + 1; d < c; ++d) v = fold(ld_cg(agg + d * L.nslices), v);
-	}
-	if (!last) {
-		if (has) st_cg(incl + c * L.nslices, fold(tot, v));
-		fence_gpu();
-		__syncwarp();
-		if (lane == 0) st_flag(flags + c * L.units, 2u);
-	}
-	return v;
+	return ScanChain<sizeof(M) == 4>::run(flags, agg, incl, L, c, has, tot, v0, fold);
 }
 
 // ApplyFold and FwdFold are chain_lookback's folds: the backward carry
@@ -805,7 +887,7 @@ __device__ __forceinline__ M fwd_lookback(unsigned char* ws, const ScanLayout& L
 
 __device__ __forceinline__ i64 scan_ticket(unsigned char* ws) {
 	__shared__ unsigned long long t;
-	if (threadIdx.x == 0) t = atomicAdd(reinterpret_cast<unsigned long long*>(ws), 1ULL);
+	if (threadIdx.x == 0) t = atomicAdd(reinterpret_cast<unsigned long long*>(ws), 1ULL) + 1ULL;  // from all ones
 	__syncthreads();
 	return (i64)t;
 }

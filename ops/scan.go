@@ -165,8 +165,12 @@ type scanGeom struct {
 }
 
 // scanWorkspace is the workspace layout in bytes: a ticket counter at 0,
-// a flag per tile and unit, then (not zeroed) per tile and slice the
-// tile's map, the value after it and its forward prefix.
+// a flag per tile and unit, then per tile and slice the tile's map, the
+// value after it and its forward prefix (or value, in the ext order). Run
+// fills [0, zero) with 0xff bytes before each launch: the ticket counter
+// starts at all ones, and the look-back's flags (double opmath) and
+// values (float opmath: each its own flag) read as not yet written
+// (SCAN_NONE in gen/scan.cuh).
 type scanWorkspace struct {
 	flags, zero, agg, incl, fwd, fix, size int64
 }
@@ -251,15 +255,17 @@ func newScanGeom(op ScanOp, dt dtype.DType, shape []int, axis int, elems int64) 
 		g.ext = !g.row && (op == ScanCummax || op == ScanCummin)
 		w := &g.ws
 		w.flags = 16
-		w.zero = scanAlign16(w.flags + g.chunks*g.units*4)
-		w.agg = w.zero
+		w.agg = scanAlign16(w.flags + g.chunks*g.units*4)
 		w.incl = scanAlign16(w.agg + g.chunks*g.nslices*2*msize)
 		w.fwd = scanAlign16(w.incl + g.chunks*g.nslices*msize)
 		w.size = w.fwd
+		w.zero = w.fwd
 		if op.forwardState() {
 			w.size = scanAlign16(w.fwd + g.chunks*g.nslices*msize)
 		}
 		if g.ext {
+			// The ext order looks back on the forward values (fwd, incl).
+			w.zero = w.size
 			// A take-over record per tile and slice: dx there and k*.
 			w.fix = w.size
 			w.size = scanAlign16(w.fix + g.chunks*g.nslices*2*msize)
@@ -523,7 +529,7 @@ func (p *ScanBackward) layout(a *ScanArgs, L *scanLayout) {
 }
 
 // Run validates args and enqueues the backward on s: with a workspace, a
-// memset of its flags, two forward-state passes for cumprod, cummax and
+// memset of its look-back part, two forward-state passes for cumprod, cummax and
 // cummin, then the scan kernel (ext: the scan-order kernel, then its fix
 // pass). It never allocates device memory, copies from the host or
 // synchronizes.
@@ -545,7 +551,7 @@ func (p *ScanBackward) Run(s *driver.Stream, a *ScanArgs) error {
 	p.layout(a, &L)
 	g := &p.geom
 	if g.chunks > 1 {
-		if err := s.MemsetD8Async(a.Workspace.Slice(0, g.ws.zero), 0); err != nil {
+		if err := s.MemsetD8Async(a.Workspace.Slice(0, g.ws.zero), 0xff); err != nil {
 			return err
 		}
 		if g.ext {

@@ -148,11 +148,12 @@ func TestScanGeometry(t *testing.T) {
 		}
 	}
 	// The workspace of the chained bench case: flags, maps, forward values
-	// and (ext) the take-over records of cummax.
+	// and (ext) the take-over records of cummax; Run fills all but the
+	// records with 0xff (the ext order looks back on the forward values).
 	p, _ := NewScanBackward(ScanDesc{Op: ScanCummax, DType: dtype.F32, Shape: []int{4096, 4096}})
 	w := p.geom.ws
-	if !p.geom.ext || w.flags != 16 || w.zero != 16+16*128*4 || w.agg != w.zero || w.incl != w.agg+16*4096*8 ||
-		w.fwd != w.incl+16*4096*4 || w.fix != w.fwd+16*4096*4 || w.size != w.fix+16*4096*8 {
+	if !p.geom.ext || w.flags != 16 || w.agg != 16+16*128*4 || w.incl != w.agg+16*4096*8 ||
+		w.fwd != w.incl+16*4096*4 || w.fix != w.fwd+16*4096*4 || w.zero != w.fix || w.size != w.fix+16*4096*8 {
 		t.Errorf("workspace layout %+v (ext %v)", w, p.geom.ext)
 	}
 	// cumprod keeps the forward passes; cummax along rows too.
@@ -161,7 +162,7 @@ func TestScanGeometry(t *testing.T) {
 		{Op: ScanCummax, DType: dtype.F32, Shape: []int{3, 100000}, Axis: 1},
 	} {
 		p, _ := NewScanBackward(d)
-		if w := p.geom.ws; p.geom.ext || p.geom.chunks < 2 || w.fix != 0 || w.size != scanAlign16(w.fwd+p.geom.chunks*p.geom.nslices*4) {
+		if w := p.geom.ws; p.geom.ext || p.geom.chunks < 2 || w.fix != 0 || w.zero != w.fwd || w.size != scanAlign16(w.fwd+p.geom.chunks*p.geom.nslices*4) {
 			t.Errorf("%s %v: workspace layout %+v (ext %v)", d.Op, d.Shape, w, p.geom.ext)
 		}
 	}
