@@ -369,6 +369,14 @@ template <typename M> __device__ __forceinline__ RedAcc<M> red_shfl_xor(const Re
 	return red_acc(__shfl_xor_sync(0xffffffffu, v.a, off), __shfl_xor_sync(0xffffffffu, v.z, off));
 }
 
+// red_warp_total combines acc over the 32 lanes of a warp (a fixed xor
+// butterfly) and leaves lane 0's result in every lane's acc.
+template <typename Op, typename M> __device__ __forceinline__ void red_warp_total(RedAcc<M>& acc) {
+#pragma unroll
+	for (int off = 1; off < 32; off <<= 1) Op::combine(acc, red_shfl_xor(acc, off));
+	acc = red_acc(__shfl_sync(0xffffffffu, acc.a, 0), __shfl_sync(0xffffffffu, acc.z, 0));
+}
+
 // red_group_reduce combines v over the G threads of a row tile and returns
 // the total to each of them. Every thread of the block must call it
 // (inactive ones with Op::init()). The order is fixed by G: an xor
@@ -926,18 +934,6 @@ __device__ __forceinline__ void red_row_pass(const T* __restrict__ x, const T* _
 	}
 }
 
-// red_total is the apply kernel's first launch (L.phase RED_PHASE_TOTAL):
-// a warp per slice combines the slice's nchunks partials from the stats
-// kernel (lanes stride the chunks, then a fixed xor butterfly; lane 0's
-// result is kept, so the order is fixed by nchunks alone) and stores the
-// total after them, at ws[slices*nchunks + s]. A provisional op is then
-// done: the stats kernel wrote dx for the common case, and the warp
-// rewrites the chunks of the rare slice where that is wrong (fix(),
-// fix_chunk()); the launcher skips the apply launch for it.
-template <typename M> __device__ __forceinline__ RedAcc<M> red_shfl0(const RedAcc<M>& v) {
-	return red_acc(__shfl_sync(0xffffffffu, v.a, 0), __shfl_sync(0xffffffffu, v.z, 0));
-}
-
 // red_fix_rows rewrites dx from x at positions 0..len of one slice (xp,
 // dp: its first position; xs, ds: the strides along the axis) with context
 // cx, the warp's lanes taking every 32nd position, RED_FIX_BATCH rows per
@@ -989,6 +985,14 @@ __device__ __noinline__ void red_total_fix(const T* __restrict__ x, T* __restric
 	}
 }
 
+// red_total is the apply kernel's first launch (L.phase RED_PHASE_TOTAL):
+// a warp per slice combines the slice's nchunks partials from the stats
+// kernel (lanes stride the chunks, then a fixed xor butterfly; lane 0's
+// result is kept, so the order is fixed by nchunks alone) and stores the
+// total after them, at ws[slices*nchunks + s]. A provisional op is then
+// done: the stats kernel wrote dx for the common case, and the warp
+// rewrites the chunks of the rare slice where that is wrong (fix(),
+// fix_chunk()); the launcher skips the apply launch for it.
 template <typename T, typename Op>
 __device__ __forceinline__ void red_total(const T* __restrict__ x, const T* __restrict__ y,
 		const T* __restrict__ dy, T* __restrict__ dx, RedAcc<typename OpMath<T>::type>* __restrict__ ws,
@@ -1002,9 +1006,7 @@ __device__ __forceinline__ void red_total(const T* __restrict__ x, const T* __re
 		RedAcc<M> acc = Op::template init<M>();
 #pragma unroll 4
 		for (i64 c = lane; c < nc; c += 32) Op::combine(acc, ws[col ? c * S + s : s * nc + c]);
-#pragma unroll
-		for (int off = 1; off < 32; off <<= 1) Op::combine(acc, red_shfl_xor(acc, off));
-		acc = red_shfl0(acc);
+		red_warp_total<Op>(acc);
 		if (lane == 0) ws[S * nc + s] = acc;
 		if (!Op::provisional || !Op::fix(acc)) continue;
 		const RedOff o = red_offsets(s, L);
@@ -1054,9 +1056,7 @@ __device__ __noinline__ void red_flat_redo(const T* __restrict__ x, T* __restric
 	RedAcc<M> acc = Op::template init<M>();
 #pragma unroll 4
 	for (i64 j = lane; j < k; j += 32) Op::accum(acc, to_op(x[xo + j * xs]), yv);
-#pragma unroll
-	for (int off = 1; off < 32; off <<= 1) Op::combine(acc, red_shfl_xor(acc, off));
-	acc = red_shfl0(acc);
+	red_warp_total<Op>(acc);
 	red_fix_rows<T, Op>(x + xo, dx + dof, Op::template slice<M>(g, yv, acc, scale, k), k, xs, ds);
 }
 

@@ -1017,11 +1017,7 @@ func (p *ReduceBackward) clusterTiles(L *reduceLayout) int64 {
 func (p *ReduceBackward) runCluster(s *driver.Stream, lf *loadedFunction, a *ReduceArgs, L *reduceLayout, tiles int64) error {
 	g := &p.clu
 	L.chunk, L.nchunks, L.group, L.tiles = g.chunk, g.nchunks, g.group, tiles
-	args := driver.GetArgs()
-	p.pack(args, a, L)
-	err := lf.fn.Launch(s, [3]uint32{uint32(L.tiles), 1, 1}, [3]uint32{redBlock, 1, 1}, 0, args)
-	driver.PutArgs(args)
-	return err
+	return p.launchGrid(s, lf, a, L, L.tiles, 0)
 }
 
 func (p *ReduceBackward) launch(s *driver.Stream, lf *loadedFunction, a *ReduceArgs, L *reduceLayout) error {
@@ -1049,10 +1045,15 @@ func (p *ReduceBackward) launchSmem(s *driver.Stream, lf *loadedFunction, a *Red
 	if limit := int64(lf.sms * per); grid > limit && capped {
 		grid = limit
 	}
-	grid = min(grid, maxGridX)
+	return p.launchGrid(s, lf, a, L, max(min(grid, maxGridX), 1), smem)
+}
+
+// launchGrid launches grid blocks of redBlock threads on L with smem bytes
+// of dynamic shared memory.
+func (p *ReduceBackward) launchGrid(s *driver.Stream, lf *loadedFunction, a *ReduceArgs, L *reduceLayout, grid, smem int64) error {
 	args := driver.GetArgs()
 	p.pack(args, a, L)
-	err := lf.fn.Launch(s, [3]uint32{uint32(max(grid, 1)), 1, 1}, [3]uint32{redBlock, 1, 1}, uint32(smem), args)
+	err := lf.fn.Launch(s, [3]uint32{uint32(grid), 1, 1}, [3]uint32{redBlock, 1, 1}, uint32(smem), args)
 	driver.PutArgs(args)
 	return err
 }
