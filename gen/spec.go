@@ -89,8 +89,14 @@ type Build struct {
 	Variants []string
 	Verify   []string // real architectures ptxas must accept it for
 	// MinBlocks replaces a family's MinBlocks in this build (family name
-	// -> blocks), where a tighter register budget pays without spilling.
+	// -> blocks), where a tighter register budget pays.
 	MinBlocks map[string]int
+	// SpillBytes is the most bytes of register spill stores that one
+	// kernel of a family's module may have in this build (family name ->
+	// bytes); ptx:verify fails anything above it, and every other module
+	// on any spill. Set only where a measured MinBlocks is faster with
+	// the spills than without them.
+	SpillBytes map[string]int
 }
 
 // builds: compute_70 serves every dtype, converting bf16 through f32 in
@@ -103,8 +109,15 @@ var builds = []Build{
 	// nothing for compute_80; prod's row kernel, at 86 registers two
 	// blocks, went from 45% to 57% of copy bandwidth on an H100, the others
 	// unchanged. For compute_70 the f64 prod kernels would spill.
+	// The bf16 scans at three blocks per SM (80 registers; they took
+	// 98-127 and two) do spill, 24-188 bytes a kernel, and are faster so
+	// on an H100 (docs/benchmarks.md, the fifteenth session; 4096x4096):
+	// cumprod 132 -> 112 us along axis 0 and 104 -> 90 along axis 1,
+	// logcumsumexp 122 -> 100 and 102 -> 81, cummax and cummin along axis
+	// 1 58.6 -> 53.8, cumsum along axis 1 35.3 -> 33.9, the rest level;
+	// at four blocks most were slower.
 	{Suffix: "_sm80", Arch: "compute_80", MinMajor: 8, DTypes: []dtype.DType{dtype.BF16}, Verify: []string{"sm_80", "sm_90"},
-		MinBlocks: map[string]int{"reduce": 3}},
+		MinBlocks: map[string]int{"reduce": 3, "scan": 3}, SpillBytes: map[string]int{"scan": 192}},
 	// compute_90 for what only Hopper has: the reduce family's "cluster"
 	// variant (thread block clusters, distributed shared memory), every
 	// dtype. The other kernels keep their builds.
