@@ -14,6 +14,7 @@ const (
 	attrL2CacheSize                 = 38
 	attrComputeCapabilityMajor      = 75
 	attrComputeCapabilityMinor      = 76
+	attrMaxSharedPerBlockOptin      = 97
 )
 
 // Device is one GPU as the driver numbers it. Its identity and the facts
@@ -26,6 +27,7 @@ type Device struct {
 	sms          int
 	threadsPerSM int
 	l2           int
+	smemOptin    int
 	totalMem     int64
 
 	ctxMu sync.Mutex
@@ -97,6 +99,7 @@ func openDevice(ordinal int) (*Device, error) {
 		{attrMultiprocessorCount, &d.sms},
 		{attrMaxThreadsPerMultiprocessor, &d.threadsPerSM},
 		{attrL2CacheSize, &d.l2},
+		{attrMaxSharedPerBlockOptin, &d.smemOptin},
 	} {
 		v, err := d.Attribute(a.attr)
 		if err != nil {
@@ -132,6 +135,10 @@ func (d *Device) MaxThreadsPerSM() (int, error) { return d.threadsPerSM, nil }
 
 // L2CacheSize returns the size of the L2 cache in bytes.
 func (d *Device) L2CacheSize() (int, error) { return d.l2, nil }
+
+// MaxSharedMemPerBlockOptin returns the most shared memory, in bytes, a
+// block may use once its function opts in beyond the default 48 KiB.
+func (d *Device) MaxSharedMemPerBlockOptin() (int, error) { return d.smemOptin, nil }
 
 // TotalMem returns the device memory in bytes.
 func (d *Device) TotalMem() (int64, error) { return d.totalMem, nil }

@@ -44,9 +44,10 @@ func TestDevice(t *testing.T) {
 	threads, _ := dev.MaxThreadsPerSM()
 	mem, _ := dev.TotalMem()
 	l2, _ := dev.L2CacheSize()
+	optin, _ := dev.MaxSharedMemPerBlockOptin()
 	n, _ := driver.DeviceCount()
-	t.Logf("driver CUDA %s, %d devices; %s: sm_%d%d, %d SMs x %d threads, %d MiB, L2 %d KiB", driver.FormatCUDAVersion(v), n, name, major, minor, sms, threads, mem>>20, l2>>10)
-	if err != nil || v < 11000 || name == "" || major < 5 || sms < 1 || threads < 1 || mem < 1<<30 || l2 < 1<<20 || n < 1 {
+	t.Logf("driver CUDA %s, %d devices; %s: sm_%d%d, %d SMs x %d threads, %d MiB, L2 %d KiB, shared memory opt-in %d KiB", driver.FormatCUDAVersion(v), n, name, major, minor, sms, threads, mem>>20, l2>>10, optin>>10)
+	if err != nil || v < 11000 || name == "" || major < 5 || sms < 1 || threads < 1 || mem < 1<<30 || l2 < 1<<20 || optin < 48<<10 || n < 1 {
 		t.Error("implausible device facts")
 	}
 	if warp, err := dev.Attribute(10); err != nil || warp != 32 {

@@ -110,7 +110,7 @@ func loadFunction(ctx *driver.Context, row *kernelRow, block, smem int) (*loaded
 			// share. Where smem is more than the device allows, no
 			// block fits (smemBlocksPerSM 0) and the launcher takes
 			// another kernel.
-			optin, err := ctx.Device().Attribute(attrMaxSharedPerBlockOptin)
+			optin, err := ctx.Device().MaxSharedMemPerBlockOptin()
 			if err != nil {
 				return nil, err
 			}
@@ -131,10 +131,6 @@ func loadFunction(ctx *driver.Context, row *kernelRow, block, smem int) (*loaded
 
 // maxDynSmem is the most dynamic shared memory any launch asks for.
 const maxDynSmem = 96 << 10
-
-// attrMaxSharedPerBlockOptin is CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN:
-// the most shared memory a block may opt in to.
-const attrMaxSharedPerBlockOptin = 97
 
 // kernelRef is a plan's handle on one kernel. It remembers the function for
 // the last context it ran in, so a warm Run looks nothing up.
