@@ -764,7 +764,8 @@ __device__ __forceinline__ M warp_fwd_scan(M v, int lane, bool rev, M& total) {
 // double opmath a map is 16 bytes, which no access moves at once, so a
 // flag per tile and unit (flags[d * units]) says what the unit's values
 // are: 1 agg, 2 agg and incl; the warp publishes them behind fences and
-// walks back together, 32 tiles per step.
+// walks back together, 32 tiles per step. (The launcher reserves the
+// flags only for double opmath.)
 template <bool Slots> struct ScanChain;
 
 template <> struct ScanChain<true> {

@@ -165,7 +165,8 @@ type scanGeom struct {
 }
 
 // scanWorkspace is the workspace layout in bytes: a ticket counter at 0,
-// a flag per tile and unit, then per tile and slice the tile's map, the
+// a flag per tile and unit (f64 only: the float look-back's values are
+// their own flags), then per tile and slice the tile's map, the
 // value after it and its forward prefix (or value, in the ext order). Run
 // fills [0, zero) with 0xff bytes before each launch: the ticket counter
 // starts at all ones, and the look-back's flags (double opmath) and
@@ -255,7 +256,10 @@ func newScanGeom(op ScanOp, dt dtype.DType, shape []int, axis int, elems int64) 
 		g.ext = !g.row && (op == ScanCummax || op == ScanCummin)
 		w := &g.ws
 		w.flags = 16
-		w.agg = scanAlign16(w.flags + g.chunks*g.units*4)
+		w.agg = w.flags
+		if dt == dtype.F64 {
+			w.agg = scanAlign16(w.flags + g.chunks*g.units*4)
+		}
 		w.incl = scanAlign16(w.agg + g.chunks*g.nslices*2*msize)
 		w.fwd = scanAlign16(w.incl + g.chunks*g.nslices*msize)
 		w.size = w.fwd

@@ -147,14 +147,22 @@ func TestScanGeometry(t *testing.T) {
 			t.Errorf("%s %v: %d chunks but a workspace of %d bytes", c.op, c.shape, g.chunks, p.WorkspaceSize())
 		}
 	}
-	// The workspace of the chained bench case: flags, maps, forward values
-	// and (ext) the take-over records of cummax; Run fills all but the
-	// records with 0xff (the ext order looks back on the forward values).
+	// The workspace of the chained bench case: maps, forward values and
+	// (ext) the take-over records of cummax, with no flags (float opmath);
+	// Run fills all but the records with 0xff (the ext order looks back on
+	// the forward values).
 	p, _ := NewScanBackward(ScanDesc{Op: ScanCummax, DType: dtype.F32, Shape: []int{4096, 4096}})
 	w := p.geom.ws
-	if !p.geom.ext || w.flags != 16 || w.agg != 16+16*128*4 || w.incl != w.agg+16*4096*8 ||
+	if !p.geom.ext || w.flags != 16 || w.agg != 16 || w.incl != w.agg+16*4096*8 ||
 		w.fwd != w.incl+16*4096*4 || w.fix != w.fwd+16*4096*4 || w.zero != w.fix || w.size != w.fix+16*4096*8 {
 		t.Errorf("workspace layout %+v (ext %v)", w, p.geom.ext)
+	}
+	// f64: a flag per tile and unit before the maps (16 bytes each).
+	p, _ = NewScanBackward(ScanDesc{Op: ScanCumprod, DType: dtype.F64, Shape: []int{4096, 4096}})
+	w = p.geom.ws
+	if p.geom.ext || w.agg != 16+64*128*4 || w.incl != w.agg+64*4096*16 || w.fwd != w.incl+64*4096*8 ||
+		w.zero != w.fwd || w.size != w.fwd+64*4096*8 {
+		t.Errorf("f64 workspace layout %+v", w)
 	}
 	// cumprod keeps the forward passes; cummax along rows too.
 	for _, d := range []ScanDesc{
