@@ -5,13 +5,7 @@
 // loads its items rows, then stores them; "scan" keeps a running sum down
 // each lane's run. Every trial starts behind a write of 256 MiB; medians
 // of 10 trials.
-#include <cstdio>
-#include <cstdlib>
-#include <vector>
-#include <algorithm>
-#include <cuda_runtime.h>
-
-#define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e)); exit(1); } } while (0)
+#include "probe.cuh"
 
 constexpr int R = 4096, C = 4096;
 
@@ -65,47 +59,26 @@ __global__ void __launch_bounds__(256) colk(const unsigned short* __restrict__ d
 	for (int i = 0; i < ITEMS; ++i) q[i * st] = v[i];
 }
 
-__global__ void flush(uint4* p, long n) {
-	for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x) p[i] = make_uint4(i, 1, 2, 3);
-}
-
 template <int P, int ITEMS, bool SCAN>
-void run(const unsigned short* dy, unsigned short* dx, uint4* sc, long scn) {
-	cudaEvent_t e0, e1; cudaEventCreate(&e0); cudaEventCreate(&e1);
+void run(const ColBufs& b) {
 	const int blocks = (C / (32 * P)) * (R / (8 * ITEMS));
-	std::vector<float> t;
-	for (int rep = 0; rep < 12; ++rep) {
-		flush<<<1024, 256>>>(sc, scn);
-		CK(cudaEventRecord(e0));
-		colk<P, ITEMS, SCAN><<<blocks, 256>>>(dy, dx);
-		CK(cudaGetLastError());
-		CK(cudaEventRecord(e1));
-		CK(cudaEventSynchronize(e1));
-		float a; cudaEventElapsedTime(&a, e0, e1);
-		if (rep >= 2) t.push_back(a * 1000);
-	}
-	std::sort(t.begin(), t.end());
-	cudaFuncAttributes fa; cudaFuncGetAttributes(&fa, colk<P, ITEMS, SCAN>);
-	int occ; cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, colk<P, ITEMS, SCAN>, 256, 0);
-	printf("P=%d items=%2d %s regs %3d occ %d blocks %5d: %6.1f us (%.0f GB/s)\n", P, ITEMS, SCAN ? "scan" : "copy", fa.numRegs, occ, blocks,
-			t[t.size() / 2], 2.0 * R * C * 2 / (t[t.size() / 2] * 1e3));
+	const std::vector<float> t = time_trials([&] { colk<P, ITEMS, SCAN><<<blocks, 256>>>(b.dy, b.dx); }, b.sc, b.scn, 12, 2);
+	char name[64];
+	snprintf(name, sizeof name, "P=%d items=%2d %s", P, ITEMS, SCAN ? "scan" : "copy");
+	report(name, colk<P, ITEMS, SCAN>, blocks, t, 2.0 * R * C * 2);
 }
 
 int main() {
-	const long scn = (256L << 20) / 16;
-	uint4* sc; unsigned short *dy, *dx;
-	CK(cudaMalloc(&sc, scn * 16));
-	CK(cudaMalloc(&dy, (long)R * C * 2)); CK(cudaMalloc(&dx, (long)R * C * 2));
-	CK(cudaMemset(dy, 0x3c, (long)R * C * 2));
-	run<1, 32, false>(dy, dx, sc, scn);
-	run<1, 32, true>(dy, dx, sc, scn);
-	run<2, 16, false>(dy, dx, sc, scn);
-	run<2, 16, true>(dy, dx, sc, scn);
-	run<2, 32, false>(dy, dx, sc, scn);
-	run<2, 32, true>(dy, dx, sc, scn);
-	run<4, 8, false>(dy, dx, sc, scn);
-	run<4, 16, false>(dy, dx, sc, scn);
-	run<4, 16, true>(dy, dx, sc, scn);
-	run<1, 64, false>(dy, dx, sc, scn);
+	const ColBufs b = col_bufs((long)R * C);
+	run<1, 32, false>(b);
+	run<1, 32, true>(b);
+	run<2, 16, false>(b);
+	run<2, 16, true>(b);
+	run<2, 32, false>(b);
+	run<2, 32, true>(b);
+	run<4, 8, false>(b);
+	run<4, 16, false>(b);
+	run<4, 16, true>(b);
+	run<1, 64, false>(b);
 	return 0;
 }

@@ -6,13 +6,7 @@
 // lists built on the host, then stolen from when a list runs dry). Every
 // trial starts behind a write of 256 MiB, as the bench's timed runs do;
 // events bracket GPU time alone; medians of 7 trials.
-#include <cstdio>
-#include <cstdlib>
-#include <vector>
-#include <algorithm>
-#include <cuda_runtime.h>
-
-#define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e)); exit(1); } } while (0)
+#include "probe.cuh"
 
 __device__ __forceinline__ unsigned smid() { unsigned r; asm volatile("mov.u32 %0, %%smid;" : "=r"(r)); return r; }
 __device__ __forceinline__ unsigned nsmid() { unsigned r; asm volatile("mov.u32 %0, %%nsmid;" : "=r"(r)); return r; }
@@ -99,10 +93,6 @@ __global__ void __launch_bounds__(TB) apply_aff(const uint4* __restrict__ x, uin
 		if (t < 0) break;
 		copy_tile(x, out, t, per);
 	}
-}
-
-__global__ void flush(uint4* p, long n) {
-	for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x) p[i] = make_uint4(i, 1, 2, 3);
 }
 
 int main() {
