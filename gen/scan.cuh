@@ -977,7 +977,9 @@ template <typename T, typename Op>
 __device__ __forceinline__ void scan_fwd_tiles_col(const T* __restrict__ x, const T* __restrict__ y,
 		unsigned char* __restrict__ ws, const ScanLayout& L) {
 	typedef typename OpMath<T>::type M;
-	if (!Op::fwd) return;
+	// cummax and cummin take the ext order in the col mapping and never
+	// come here; compiled out, their col kernels spill less.
+	if (!Op::fwd || Op::mask_factors) return;
 	const int lane = threadIdx.x & 31;
 	const i64 w = (i64)blockIdx.x * SCAN_WARPS + (threadIdx.x >> 5);
 	if (w >= L.chunks * L.units) return;
