@@ -977,9 +977,7 @@ template <typename T, typename Op>
 __device__ __forceinline__ void scan_fwd_tiles_col(const T* __restrict__ x, const T* __restrict__ y,
 		unsigned char* __restrict__ ws, const ScanLayout& L) {
 	typedef typename OpMath<T>::type M;
-	// cummax and cummin take the ext order in the col mapping and never
-	// come here; compiled out, their col kernels spill less.
-	if (!Op::fwd || Op::mask_factors) return;
+	if (!Op::fwd) return;
 	const int lane = threadIdx.x & 31;
 	const i64 w = (i64)blockIdx.x * SCAN_WARPS + (threadIdx.x >> 5);
 	if (w >= L.chunks * L.units) return;
@@ -1170,8 +1168,12 @@ __device__ __forceinline__ void scan_backward_col(const T* __restrict__ dy, cons
 	__shared__ M s_fwd[SCAN_WARPS][32];
 	__shared__ M s_vin[32];
 	unsigned char* ws = static_cast<unsigned char*>(wsp);
+	// Chunked, cummax and cummin always take the ext order (SCAN_EXT,
+	// then SCAN_EXT_FIX) and the other ops never do, so each op's col
+	// kernel compiles only the phases it runs: without the others' code
+	// the bf16 cummax and cummin kernels spill less and run faster.
 	if (L.phase == SCAN_FWD_PREFIX) {
-		scan_fwd_prefix_warp<T, Op>(ws, L);
+		if (!Op::mask_factors) scan_fwd_prefix_warp<T, Op>(ws, L);
 		return;
 	}
 	if (L.phase == SCAN_EXT_FIX) {
@@ -1179,17 +1181,17 @@ __device__ __forceinline__ void scan_backward_col(const T* __restrict__ dy, cons
 		return;
 	}
 	if (L.phase == SCAN_FWD_TILES) {
-		scan_fwd_tiles_col<T, Op>(x, y, ws, L);
+		if (!Op::mask_factors) scan_fwd_tiles_col<T, Op>(x, y, ws, L);
 		return;
 	}
+	const bool chunked = L.chunks > 1;
 	// SCAN_EXT (mask ops, chunked): tiles in scan order, see the top.
-	const bool ext = Op::mask_factors && L.phase == SCAN_EXT;
+	const bool ext = Op::mask_factors && chunked;
 	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
 	const bool rev = L.reverse != 0;
 	const int split = L.split;  // warps along the axis: 1..8
 	const int cgi = warp / split, wr = warp % split, w0 = cgi * split;
 	const int items = L.items;
-	const bool chunked = L.chunks > 1;
 	M* fwdbuf = reinterpret_cast<M*>(ws + L.ws_fwd);
 
 	i64 unit, c = 0, q = 0;

@@ -110,9 +110,9 @@ var builds = []Build{
 	// blocks, went from 45% to 57% of copy bandwidth on an H100, the others
 	// unchanged. For compute_70 the f64 prod kernels would spill.
 	// The bf16 scans at three blocks per SM (80 registers; they took
-	// 98-127 and two) do spill, up to 172 bytes a kernel (cummax and
-	// cummin along the col mapping; 188 before the sixteenth session took
-	// the forward-state pass out of those two), and are faster so
+	// 98-127 and two) do spill, up to 156 bytes a kernel (cummax and
+	// cummin along the col mapping; 188 before the sixteenth session
+	// compiled out of those two the phases they never run), and are faster so
 	// on an H100 (docs/benchmarks.md, the fifteenth session; 4096x4096):
 	// cumprod 132 -> 112 us along axis 0 and 104 -> 90 along axis 1,
 	// logcumsumexp 122 -> 100 and 102 -> 81, cummax and cummin along axis
