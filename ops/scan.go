@@ -159,7 +159,7 @@ type scanGeom struct {
 	nslices int64
 	chunks  int64
 	units   int64 // look-back units: slices (row) or 32-slice groups (col)
-	ext     bool  // cummax/cummin, col, chunked: the scan-order kernel and its fix pass
+	ext     bool  // cummax/cummin, col, chunked: the scan-order kernel and its fix pass (the col kernel derives the same from the op and chunks)
 	grid    int64 // blocks of the main launch (and of the tile-aggregate pass)
 	ws      scanWorkspace
 }
