@@ -61,7 +61,7 @@
 // state, two passes run first: phase 1 writes each tile's forward
 // aggregate, phase 2 turns them into exclusive prefixes per slice.
 //
-// cummax and cummin in the col mapping take another order (SCAN_EXT),
+// cummax and cummin in the col mapping take another order (ext),
 // which reads x once rather than twice: tiles go in scan order and chain
 // the forward state through the look-back, and the carry is left out,
 // because it reaches only one element of a tile. With a = 0 at every
@@ -78,7 +78,7 @@
 #define SCAN_WARPS 8
 #define SCAN_SRANK (BC_MAX_RANK - 1)
 
-enum { SCAN_MAIN = 0, SCAN_FWD_TILES = 1, SCAN_FWD_PREFIX = 2, SCAN_EXT = 3, SCAN_EXT_FIX = 4 };
+enum { SCAN_MAIN = 0, SCAN_FWD_TILES = 1, SCAN_FWD_PREFIX = 2, SCAN_EXT_FIX = 4 };
 
 // ScanLayout is passed by value (mirrored by scanLayout in ops/scan.go).
 struct ScanLayout {
@@ -88,7 +88,7 @@ struct ScanLayout {
 	i64 units;    // look-back units: slices (row) or 32-slice groups (col)
 	int srank;    // merged slice dims, 0..SCAN_SRANK
 	int reverse;  // the forward scan ran from the end of the axis
-	int phase;    // SCAN_MAIN, SCAN_FWD_TILES, SCAN_FWD_PREFIX, SCAN_EXT or SCAN_EXT_FIX
+	int phase;    // SCAN_MAIN, SCAN_FWD_TILES, SCAN_FWD_PREFIX or SCAN_EXT_FIX
 	int split;    // row: threads per slice; col: warps along the axis
 	int items;    // col: elements per thread per tile (row: ScanItems::row)
 	int vec;      // row: every operand has unit stride along the axis
@@ -99,13 +99,13 @@ struct ScanLayout {
 	i64 astride[4];              // dy, x, y, dx strides along the axis
 	i64 ws_flags;                // workspace byte offsets: tile flags,
 	i64 ws_agg;                  // tile maps, values after them,
-	i64 ws_incl;                 // forward values and (SCAN_EXT) the
+	i64 ws_incl;                 // forward values and (ext order) the
 	i64 ws_fwd;                  // take-over records; the ticket
 	i64 ws_fix;                  // counter is at offset 0
 };
 static_assert(sizeof(ScanLayout) == 496, "ScanLayout must match ops/scan.go");
 
-// FixRec is a tile's take-over record (SCAN_EXT): dx at its last take-over
+// FixRec is a tile's take-over record (ext order): dx at its last take-over
 // k* without the carry, and k* as an offset in the tile.
 template <typename M> struct __align__(2 * sizeof(M)) FixRec {
 	M v;
@@ -1168,7 +1168,7 @@ __device__ __forceinline__ void scan_backward_col(const T* __restrict__ dy, cons
 	__shared__ M s_fwd[SCAN_WARPS][32];
 	__shared__ M s_vin[32];
 	unsigned char* ws = static_cast<unsigned char*>(wsp);
-	// Chunked, cummax and cummin always take the ext order (SCAN_EXT,
+	// Chunked, cummax and cummin always take the ext order (SCAN_MAIN,
 	// then SCAN_EXT_FIX) and the other ops never do, so each op's col
 	// kernel compiles only the phases it runs: without the others' code
 	// the bf16 cummax and cummin kernels spill less and run faster.
@@ -1185,7 +1185,7 @@ __device__ __forceinline__ void scan_backward_col(const T* __restrict__ dy, cons
 		return;
 	}
 	const bool chunked = L.chunks > 1;
-	// SCAN_EXT (mask ops, chunked): tiles in scan order, see the top.
+	// The ext order (mask ops, chunked): tiles in scan order, see the top.
 	const bool ext = Op::mask_factors && chunked;
 	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
 	const bool rev = L.reverse != 0;

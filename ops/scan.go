@@ -457,13 +457,13 @@ type scanLayout struct {
 	wsFwd, wsFix              int64
 }
 
-// Kernel phases (SCAN_MAIN, SCAN_FWD_TILES, SCAN_FWD_PREFIX, SCAN_EXT,
-// SCAN_EXT_FIX).
+// Kernel phases (SCAN_MAIN, SCAN_FWD_TILES, SCAN_FWD_PREFIX,
+// SCAN_EXT_FIX). The ext order's main launch is SCAN_MAIN: the col
+// kernel knows the order from the op and the tile count.
 const (
 	scanMain      = 0
 	scanFwdTiles  = 1
 	scanFwdPrefix = 2
-	scanExt       = 3
 	scanExtFix    = 4
 )
 
@@ -559,7 +559,6 @@ func (p *ScanBackward) Run(s *driver.Stream, a *ScanArgs) error {
 			return err
 		}
 		if g.ext {
-			L.phase = scanExt
 			if err := p.launch(lf, s, a, &L, g.grid); err != nil {
 				return err
 			}
