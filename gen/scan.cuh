@@ -866,14 +866,76 @@ template <typename Op> struct FwdFold {
 	template <typename M> __device__ M operator()(M a, M v) const { return Op::fwd_combine(v, a); }
 };
 
+// Packed slots (cumsum, float opmath): every cumsum map has a = 1, so a
+// tile's map is its sum u alone, and u and the value after the tile share
+// one 8-byte slot: (u, SCAN_NONE) once the tile has its map, (u, incl)
+// once it has both. The walk back reads each tile once, the workspace has
+// no incl part (ops/scan.go), and the fill before a launch is 8 bytes per
+// tile and slice instead of 12. The folds are the slot chain's (fold(agg,
+// v) = u + v), in the same order, so the values are the same bits.
+template <typename Op> struct PackedChain {
+	static constexpr bool on = false;
+};
+template <> struct PackedChain<CumsumBw> {
+	static constexpr bool on = true;
+};
+
+__device__ __forceinline__ unsigned long long pslot_ld(const unsigned long long* p) {
+	return *reinterpret_cast<const volatile unsigned long long*>(p);
+}
+__device__ __forceinline__ void pslot_st(unsigned long long* p, float u, float incl, bool has_incl) {
+	const unsigned hi = has_incl ? slot_bits(incl) : SCAN_NONE;
+	*reinterpret_cast<volatile unsigned long long*>(p) = (unsigned long long)slot_bits(u) | (unsigned long long)hi << 32;
+}
+
+template <bool Packed> struct Lookback {
+	template <typename Op, typename M>
+	static __device__ __forceinline__ M run(unsigned char* ws, const ScanLayout& L, i64 c, i64 unit, i64 s, bool has,
+			Aff<M> tot) {
+		return chain_lookback(reinterpret_cast<unsigned*>(ws + L.ws_flags) + unit,
+				reinterpret_cast<Aff<M>*>(ws + L.ws_agg) + s, reinterpret_cast<M*>(ws + L.ws_incl) + s, L, c,
+				has, tot, M(0), ApplyFold<Op>());
+	}
+};
+
+template <> struct Lookback<true> {
+	template <typename Op, typename M>
+	static __device__ __forceinline__ M run(unsigned char* ws, const ScanLayout& L, i64 c, i64, i64 s, bool has,
+			Aff<M> tot) {
+		unsigned long long* slot = reinterpret_cast<unsigned long long*>(ws + L.ws_agg) + s;
+		float v = 0.f;
+		if (!has) return v;
+		const bool last = c + 1 == L.chunks;  // nobody reads the last tile
+		if (c > 0 && !last) pslot_st(slot + c * L.nslices, tot.u, 0.f, false);
+		if (c > 0) {
+			// As ScanChain<true>: back to the nearest tile with its incl,
+			// then its successors' sums in ascending order.
+			i64 d = c - 1;
+			for (;;) {
+				const unsigned long long b = pslot_ld(slot + d * L.nslices);
+				if ((unsigned)(b >> 32) != SCAN_NONE) {
+					v = __uint_as_float((unsigned)(b >> 32));
+					break;
+				}
+				if (d > 0 && (unsigned)b != SCAN_NONE) {
+					--d;
+				} else {
+					__nanosleep(32);
+				}
+			}
+			for (i64 e = d + 1; e < c; ++e) v = __uint_as_float((unsigned)pslot_ld(slot + e * L.nslices)) + v;
+		}
+		if (!last) pslot_st(slot + c * L.nslices, tot.u, tot.u + v, true);
+		return v;
+	}
+};
+
 // lookback chains the backward carry: tile c in carry order, tot its map;
 // returns V after the tile (V_in).
 template <typename Op, typename M>
 __device__ __forceinline__ M lookback(unsigned char* ws, const ScanLayout& L, i64 c, i64 unit, i64 s, bool has,
 		Aff<M> tot) {
-	return chain_lookback(reinterpret_cast<unsigned*>(ws + L.ws_flags) + unit,
-			reinterpret_cast<Aff<M>*>(ws + L.ws_agg) + s, reinterpret_cast<M*>(ws + L.ws_incl) + s, L, c, has,
-			tot, M(0), ApplyFold<Op>());
+	return Lookback<PackedChain<Op>::on && sizeof(M) == 4>::template run<Op, M>(ws, L, c, unit, s, has, tot);
 }
 
 // fwd_lookback chains the forward state instead (the ext order: tile c in
@@ -955,6 +1017,27 @@ __device__ __forceinline__ void scan_fwd_prefix_warp(unsigned char* __restrict__
 	}
 }
 
+// scan_fill_slots (phase 1): the ops with a forward state fill the
+// look-back part of the workspace in their first pass rather than by a
+// memset before it (one launch fewer): every tile row q and slice s sets
+// its map and value slots to SCAN_NONE bytes (with double opmath the
+// unit's flag too), and the pass's first thread the ticket counter. The
+// main launch runs after phase 2, so it sees every slot filled.
+template <typename M>
+__device__ __forceinline__ void scan_fill_slots(unsigned char* __restrict__ ws, const ScanLayout& L, i64 q, i64 s,
+		i64 unit, bool flag, bool first) {
+	if (first) *reinterpret_cast<unsigned long long*>(ws) = ~0ULL;
+	const i64 e = q * L.nslices + s;
+	if (sizeof(M) == 4) {
+		reinterpret_cast<unsigned long long*>(ws + L.ws_agg)[e] = ~0ULL;
+		reinterpret_cast<unsigned*>(ws + L.ws_incl)[e] = SCAN_NONE;
+	} else {
+		if (flag) reinterpret_cast<unsigned*>(ws + L.ws_flags)[q * L.units + unit] = SCAN_NONE;
+		reinterpret_cast<uint4*>(ws + L.ws_agg)[e] = make_uint4(SCAN_NONE, SCAN_NONE, SCAN_NONE, SCAN_NONE);
+		reinterpret_cast<unsigned long long*>(ws + L.ws_incl)[e] = ~0ULL;
+	}
+}
+
 // tile_needs_x (phase 1): whether a tile must read x for its forward
 // aggregate; cumprod's tile has no zero when y at its last element in scan
 // order (ke) is nonzero and not NaN.
@@ -984,6 +1067,7 @@ __device__ __forceinline__ void scan_fwd_tiles_col(const T* __restrict__ x, cons
 	const i64 q = w / L.units, unit = w - q * L.units;
 	const i64 s = unit * 32 + lane;
 	if (s >= L.nslices) return;
+	scan_fill_slots<M>(ws, L, q, s, unit, lane == 0, w == 0 && lane == 0);
 	const i64 tile = (i64)L.split * L.items;
 	const i64 tk0 = q * tile;
 	const i64 tk1 = tk0 + tile < L.n ? tk0 + tile : L.n;
@@ -1055,6 +1139,7 @@ __device__ __forceinline__ void scan_backward_row(const T* __restrict__ dy, cons
 
 	if (L.phase == SCAN_FWD_TILES) {
 		// The tile's forward aggregate (one slice per block).
+		if (tid == 0) scan_fill_slots<M>(ws, L, q, s, s, true, blockIdx.x == 0);
 		if (!tile_needs_x<T, Op>(y, L, off, rev ? tk0 : tk1 - 1)) cnt = 0;
 		r.init(k0, cnt, rev);
 		r.load_x(x, L, off, vec);

@@ -167,11 +167,13 @@ type scanGeom struct {
 // scanWorkspace is the workspace layout in bytes: a ticket counter at 0,
 // a flag per tile and unit (f64 only: the float look-back's values are
 // their own flags), then per tile and slice the tile's map, the
-// value after it and its forward prefix (or value, in the ext order). Run
-// fills [0, zero) with 0xff bytes before each launch: the ticket counter
-// starts at all ones, and the look-back's flags (double opmath) and
-// values (float opmath: each its own flag) read as not yet written
-// (SCAN_NONE in gen/scan.cuh).
+// value after it and its forward prefix (or value, in the ext order);
+// float cumsum keeps its map (a sum) and the value after it in one slot
+// of the map part, and has no incl part. [0, zero) is filled with 0xff
+// bytes before each main launch (a memset, or with a forward state the
+// first pass): the ticket counter starts at all ones, and the look-back's
+// flags (double opmath) and values (float opmath: each its own flag) read
+// as not yet written (SCAN_NONE in gen/scan.cuh).
 type scanWorkspace struct {
 	flags, zero, agg, incl, fwd, fix, size int64
 }
@@ -262,6 +264,12 @@ func newScanGeom(op ScanOp, dt dtype.DType, shape []int, axis int, elems int64) 
 		}
 		w.incl = scanAlign16(w.agg + g.chunks*g.nslices*2*msize)
 		w.fwd = scanAlign16(w.incl + g.chunks*g.nslices*msize)
+		if op == ScanCumsum && dt != dtype.F64 {
+			// Packed: a cumsum map is its sum alone, kept with the value
+			// after the tile in one 8-byte slot (gen/scan.cuh, PackedChain).
+			w.incl = scanAlign16(w.agg + g.chunks*g.nslices*8)
+			w.fwd = w.incl
+		}
 		w.size = w.fwd
 		w.zero = w.fwd
 		if op.forwardState() {
@@ -532,9 +540,10 @@ func (p *ScanBackward) layout(a *ScanArgs, L *scanLayout) {
 	}
 }
 
-// Run validates args and enqueues the backward on s: with a workspace, a
-// memset of its look-back part, two forward-state passes for cumprod, cummax and
-// cummin, then the scan kernel (ext: the scan-order kernel, then its fix
+// Run validates args and enqueues the backward on s: with a workspace,
+// two forward-state passes for cumprod, cummax and cummin (the first fills
+// the look-back part; otherwise a memset does), then the scan kernel
+// (ext: a memset, the scan-order kernel, then its fix
 // pass). It never allocates device memory, copies from the host or
 // synchronizes.
 func (p *ScanBackward) Run(s *driver.Stream, a *ScanArgs) error {
@@ -555,8 +564,12 @@ func (p *ScanBackward) Run(s *driver.Stream, a *ScanArgs) error {
 	p.layout(a, &L)
 	g := &p.geom
 	if g.chunks > 1 {
-		if err := s.MemsetD8Async(a.Workspace.Slice(0, g.ws.zero), 0xff); err != nil {
-			return err
+		// The forward-state passes fill the look-back part themselves
+		// (gen/scan.cuh, scan_fill_slots); the other orders need a memset.
+		if g.ext || !p.desc.Op.forwardState() {
+			if err := s.MemsetD8Async(a.Workspace.Slice(0, g.ws.zero), 0xff); err != nil {
+				return err
+			}
 		}
 		if g.ext {
 			if err := p.launch(lf, s, a, &L, g.grid); err != nil {

@@ -157,6 +157,19 @@ func TestScanGeometry(t *testing.T) {
 		w.fwd != w.incl+16*4096*4 || w.fix != w.fwd+16*4096*4 || w.zero != w.fix || w.size != w.fix+16*4096*8 {
 		t.Errorf("workspace layout %+v (ext %v)", w, p.geom.ext)
 	}
+	// Float cumsum: one 8-byte slot per tile and slice (sum and value
+	// after), no incl part; f64 cumsum keeps the general layout.
+	p, _ = NewScanBackward(ScanDesc{Op: ScanCumsum, DType: dtype.BF16, Shape: []int{4096, 4096}})
+	w = p.geom.ws
+	if p.geom.chunks != 16 || w.agg != 16 || w.incl != w.agg+16*4096*8 || w.fwd != w.incl || w.zero != w.fwd ||
+		w.size != w.fwd {
+		t.Errorf("cumsum bf16 workspace layout %+v", w)
+	}
+	p, _ = NewScanBackward(ScanDesc{Op: ScanCumsum, DType: dtype.F64, Shape: []int{100000}})
+	w = p.geom.ws
+	if w.agg != scanAlign16(16+49*4) || w.incl != w.agg+49*16 || w.fwd != scanAlign16(w.incl+49*8) || w.zero != w.fwd {
+		t.Errorf("cumsum f64 workspace layout %+v", w)
+	}
 	// f64: a flag per tile and unit before the maps (16 bytes each).
 	p, _ = NewScanBackward(ScanDesc{Op: ScanCumprod, DType: dtype.F64, Shape: []int{4096, 4096}})
 	w = p.geom.ws
