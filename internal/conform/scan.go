@@ -56,7 +56,8 @@ func scanSame(f func([]int) Layout) [4]func([]int) Layout { return [4]func([]int
 // ScanCases is the suite: scan lengths 1, 2, 31, 32, 33, 1000, 4097 and
 // 100000 (tile tails; one, two and 25 chained row tiles), every axis of
 // rank-3 tensors (both mappings, chained col tiles over more than one
-// look-back group), short rows packed several per block, rows chained over
+// look-back group), chained col tiles over whole 32-slice groups, short
+// rows packed several per block, rows chained over
 // several groups, every layout kind and mixed layouts, in place, empty
 // tensors; normal, special and exact values. quick trims it for selftest
 // and compute-sanitizer.
@@ -91,7 +92,14 @@ func ScanCases(quick bool) []ScanCase {
 	add([]int{100, 7}, 1, scanSame(Contiguous), ScanExact)
 	add([]int{64, 100}, 1, scanSame(Padded), ScanSpecial)
 	add([]int{1500, 33}, 0, scanSame(Contiguous), ScanNormal)
+	// Chained col tiles over whole 32-slice groups, contiguous and not (a
+	// partial last tile).
+	add([]int{1000, 64}, 0, scanSame(Contiguous), ScanNormal)
 	if !quick {
+		add([]int{600, 3, 32}, 0, scanSame(Contiguous), ScanExact)
+		add([]int{333, 128}, 0, scanSame(Contiguous), ScanSpecial)
+		add([]int{1000, 64}, 0, scanSame(Unaligned), ScanNormal)
+		add([]int{1000, 64}, 0, scanSame(Padded), ScanExact)
 		add([]int{5000, 33}, 0, scanSame(Contiguous), ScanExact)
 		add([]int{5000, 33}, 0, scanSame(Transposed), ScanSpecial)
 		add([]int{3, 5000}, 1, scanSame(Contiguous), ScanSpecial)
@@ -101,6 +109,7 @@ func ScanCases(quick bool) []ScanCase {
 	}
 	cs = append(cs, ScanCase{Shape: []int{9, 1000}, Axis: 1, Layouts: scanSame(Contiguous), InPlace: true})
 	cs = append(cs, ScanCase{Shape: []int{700, 9}, Axis: 0, Layouts: scanSame(Padded), InPlace: true})
+	cs = append(cs, ScanCase{Shape: []int{700, 64}, Axis: 0, Layouts: scanSame(Contiguous), InPlace: true})
 	add([]int{0, 5}, 1, scanSame(Contiguous), ScanNormal)
 	add([]int{4, 0}, 1, scanSame(Contiguous), ScanNormal)
 	return cs
