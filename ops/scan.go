@@ -262,14 +262,14 @@ func newScanGeom(op ScanOp, dt dtype.DType, shape []int, axis int, elems int64) 
 		if dt == dtype.F64 {
 			w.agg = scanAlign16(w.flags + g.chunks*g.units*4)
 		}
-		w.incl = scanAlign16(w.agg + g.chunks*g.nslices*2*msize)
-		w.fwd = scanAlign16(w.incl + g.chunks*g.nslices*msize)
+		mapBytes, inclBytes := 2*msize, msize
 		if op == ScanCumsum && dt != dtype.F64 {
 			// Packed: a cumsum map is its sum alone, kept with the value
 			// after the tile in one 8-byte slot (gen/scan.cuh, PackedChain).
-			w.incl = scanAlign16(w.agg + g.chunks*g.nslices*8)
-			w.fwd = w.incl
+			mapBytes, inclBytes = 8, 0
 		}
+		w.incl = scanAlign16(w.agg + g.chunks*g.nslices*mapBytes)
+		w.fwd = scanAlign16(w.incl + g.chunks*g.nslices*inclBytes)
 		w.size = w.fwd
 		w.zero = w.fwd
 		if op.forwardState() {
