@@ -94,7 +94,9 @@ struct ReduceLayout {
 	i64 sstride[4][RED_SRANK];    // x, y, dy, dx strides of the slice dims
 	i64 kstride[2];               // x, dx strides along the axis
 	i64 vstride[2];               // y, dy strides of the innermost slice dim
-	// The flat kernel's (x viewed as [O, k, I], all operands dense):
+	// The flat kernel's (x viewed as [O, k, I], all operands dense; the
+	// strip kernel takes fip = I and fmagic[0] dividing by its strips per
+	// outer index, see reduce_strip):
 	i64 fpacks;                   // 16-byte packs of x and dx
 	i64 fip;                      // I/N packs across the inner dims, 0 when I == 1
 	unsigned long long fmagic[2]; // bc_div by the packs of one outer index, by fip
@@ -1127,9 +1129,13 @@ __device__ __forceinline__ void red_flat_fix(const T* __restrict__ x, const T* _
 //                 larger than L2, the launcher's choice): each tile keeps
 //                 its x in shared memory until its slice block's totals
 //                 are known.
-// reduce_stats, reduce_apply and reduce_one are empty for ops without
-// statistics, reduce_one also for the provisional ones, which read x once
-// without it (they are never launched for them).
+//   reduce_strip: var/std along an outer axis on dense operands, one
+//                 block per strip of whole slices held in shared memory
+//                 (see below; the launcher's choice).
+// reduce_stats, reduce_apply, reduce_one and reduce_strip are empty for
+// ops without statistics, reduce_one and reduce_strip also for the
+// provisional ones, which read x once without them (they are never
+// launched for them).
 //
 // reduce_flat: without statistics dx = elem(slice(dy, y), x) is a map of x
 // with dy and y broadcast along the axis. Where every operand is dense (x
@@ -1242,6 +1248,104 @@ __device__ __forceinline__ void reduce_one(const T* __restrict__ x, const T* __r
 	if (!Op::stats || Op::provisional) return;
 	__shared__ RedAcc<M> sm[RED_BLOCK * RedColVec<T, Op>::n];
 	red_col_pass<T, Op, RED_ONE>(x, y, dy, dx, static_cast<RedAcc<M>*>(ws), L, sm);
+}
+
+// reduce_strip: Var and Std along an outer axis on dense operands (x and
+// dx seen as [O, k, I], dy and y as [O, I]; x and dx 16-byte aligned), one
+// block per strip: W = cvec*N adjacent slices (cvec 16-byte packs of every
+// row, I a multiple of W) over all k positions. The block reads its strip
+// once into dynamic shared memory, RED_STRIP_BATCH packs a thread at a
+// time, summing each slice as it goes (thread t owns pack t % cvec of
+// every row it loads); combines the sums over the lanes that share a pack
+// (an xor butterfly) and then over the warps in index order, a fixed
+// order; forms each slice's factor and mean (Op::slice, as every other
+// path); and writes dx from the packs it holds, each thread its own. So x
+// is read once, with no workspace and no block waiting for another, where
+// the two passes read it twice and the one kernel's tiles wait for the
+// rest of their slice block. The launcher takes it where the strip fits in
+// one block's shared memory (RED_STRIP_HEAD bytes of sums and factors,
+// then k*cvec packs). Layout: k, scale, tiles (the strips), cvec, fip = I,
+// fmagic[0] and fshift[0] divide by I/W (strips per outer index).
+#define RED_STRIP_BATCH 8
+#define RED_STRIP_VMAX 4
+#define RED_STRIP_HEAD 4096
+template <typename T, typename Op>
+__device__ __forceinline__ void reduce_strip(const T* __restrict__ x, const T* __restrict__ y,
+		const T* __restrict__ dy, T* __restrict__ dx, void* __restrict__, const ReduceLayout& L) {
+	typedef typename OpMath<T>::type M;
+	if (!Op::stats || Op::provisional) return;
+	constexpr int N = Pack<T>::N;
+	constexpr int WMAX = RED_STRIP_VMAX * N;
+	static_assert(sizeof(RedAcc<M>) * (RED_BLOCK / 32) * WMAX + sizeof(RedCtx<M>) * WMAX <= RED_STRIP_HEAD,
+			"the strip's sums and factors must fit in RED_STRIP_HEAD");
+	RedAcc<M>* part = reinterpret_cast<RedAcc<M>*>(red_dyn);  // [warp][slice]
+	RedCtx<M>* cx = reinterpret_cast<RedCtx<M>*>(red_dyn + sizeof(RedAcc<M>) * (RED_BLOCK / 32) * WMAX);
+	uint4* buf = reinterpret_cast<uint4*>(red_dyn + RED_STRIP_HEAD);
+	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+	const int vr = L.cvec;  // 1, 2 or 4
+	const int sh = vr == 4 ? 2 : vr == 2 ? 1 : 0;
+	const int v = tid & (vr - 1);
+	const int W = vr * N;
+	const i64 b = blockIdx.x;
+	const i64 o = bc_div(b, L.fmagic[0], L.fshift[0]);
+	const i64 i0 = b * W - o * L.fip;
+	const i64 base = o * L.k * L.fip + i0 + v * N;
+	const int nv = (int)(L.k << sh);  // packs in the strip
+	RedAcc<M> acc[N];
+#pragma unroll
+	for (int e = 0; e < N; ++e) acc[e] = Op::template init<M>();
+	for (int m0 = 0; m0 < nv; m0 += RED_BLOCK * RED_STRIP_BATCH) {
+		uint4 r[RED_STRIP_BATCH];
+#pragma unroll
+		for (int i = 0; i < RED_STRIP_BATCH; ++i) {
+			const int m = m0 + tid + RED_BLOCK * i;
+			if (m < nv) r[i] = __ldg(reinterpret_cast<const uint4*>(x + base + (i64)(m >> sh) * L.fip));
+		}
+#pragma unroll
+		for (int i = 0; i < RED_STRIP_BATCH; ++i) {
+			const int m = m0 + tid + RED_BLOCK * i;
+			if (m < nv) {
+				buf[m] = r[i];
+				Pack<T> xv;
+				memcpy(&xv, &r[i], 16);
+#pragma unroll
+				for (int e = 0; e < N; ++e) Op::accum(acc[e], to_op(xv.v[e]), M(0));
+			}
+		}
+	}
+#pragma unroll
+	for (int off = 1; off < 32; off <<= 1) {
+		if (off >= vr) {
+#pragma unroll
+			for (int e = 0; e < N; ++e) Op::combine(acc[e], red_shfl_xor(acc[e], off));
+		}
+	}
+	if (lane < vr) {
+#pragma unroll
+		for (int e = 0; e < N; ++e) part[warp * WMAX + lane * N + e] = acc[e];
+	}
+	__syncthreads();
+	if (tid < W) {
+		RedAcc<M> t = part[tid];
+#pragma unroll
+		for (int w = 1; w < RED_BLOCK / 32; ++w) Op::combine(t, part[w * WMAX + tid]);
+		const i64 s = o * L.fip + i0 + tid;
+		const M yv = Op::needs_y ? to_op(y[s]) : M(0);
+		cx[tid] = Op::template slice<M>(to_op(dy[s]), yv, t, L.scale, L.k);
+	}
+	__syncthreads();
+	RedCtx<M> c[N];
+#pragma unroll
+	for (int e = 0; e < N; ++e) c[e] = cx[v * N + e];
+#pragma unroll 4
+	for (int m = tid; m < nv; m += RED_BLOCK) {
+		const uint4 u = buf[m];
+		Pack<T> xv, out;
+		memcpy(&xv, &u, 16);
+#pragma unroll
+		for (int e = 0; e < N; ++e) out.v[e] = from_op<T>(Op::elem(c[e], to_op(xv.v[e])));
+		store_pack(dx + base + (i64)(m >> sh) * L.fip, out);
+	}
 }
 
 // reduce_cluster: the cluster kernel, one tile per block (see

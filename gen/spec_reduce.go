@@ -1,6 +1,6 @@
 package main
 
-// reduceFamily: single-axis reduction backward. Six variants share the
+// reduceFamily: single-axis reduction backward. Eight variants share the
 // ABI: "row" (the axis is x's fastest dim: threads step along it) and "col"
 // (an outer axis: threads step across slices) compute a slice's statistics
 // and dx in one kernel; few, long slices of an op with statistics are split
@@ -8,7 +8,10 @@ package main
 // then "apply" (combine, dx), or for var and std along an outer axis "one"
 // (the tiles of a slice block keep x in shared memory until their
 // statistics are complete); those three are empty for ops without
-// statistics, "one" also for max, min and prod. "flat" is the ops without
+// statistics, "one" also for max, min and prod. "strip" is var and std
+// along an outer axis on dense operands: a block holds whole slices (a
+// strip of them) in shared memory, reads x once and waits for no other
+// block (empty for the other ops). "flat" is the ops without
 // statistics on dense operands (an elementwise map of x with dy and y
 // broadcast), empty for the others. "cluster" (compute capability 9.0 and
 // up, its own build) runs the split col slices of an op with statistics in
@@ -54,6 +57,7 @@ var reduceFamily = Family{
 		{Name: "stats", Template: "reduce_stats"},
 		{Name: "apply", Template: "reduce_apply"},
 		{Name: "one", Template: "reduce_one"},
+		{Name: "strip", Template: "reduce_strip"},
 		{Name: "cluster", Template: "reduce_cluster", MinMajor: 9, Cluster: redCluster},
 	},
 }

@@ -20,6 +20,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_sum_f32_apply(con
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_sum_f32_one(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_one<float, RedSum>(x, y, dy, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_sum_f32_strip(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_strip<float, RedSum>(x, y, dy, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_sum_f16_flat(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__half, RedSum>(x, y, dy, dx, ws, L);
 }
@@ -37,6 +40,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_sum_f16_apply(con
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_sum_f16_one(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_one<__half, RedSum>(x, y, dy, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_sum_f16_strip(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_strip<__half, RedSum>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_sum_bf16_flat(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__nv_bfloat16, RedSum>(x, y, dy, dx, ws, L);
@@ -56,6 +62,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_sum_bf16_apply(co
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_sum_bf16_one(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_one<__nv_bfloat16, RedSum>(x, y, dy, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_sum_bf16_strip(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_strip<__nv_bfloat16, RedSum>(x, y, dy, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_sum_f64_flat(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<double, RedSum>(x, y, dy, dx, ws, L);
 }
@@ -73,6 +82,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_sum_f64_apply(con
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_sum_f64_one(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_one<double, RedSum>(x, y, dy, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_sum_f64_strip(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_strip<double, RedSum>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_mean_f32_flat(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<float, RedMean>(x, y, dy, dx, ws, L);
@@ -92,6 +104,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_mean_f32_apply(co
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_mean_f32_one(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_one<float, RedMean>(x, y, dy, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_mean_f32_strip(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_strip<float, RedMean>(x, y, dy, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_mean_f16_flat(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__half, RedMean>(x, y, dy, dx, ws, L);
 }
@@ -109,6 +124,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_mean_f16_apply(co
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_mean_f16_one(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_one<__half, RedMean>(x, y, dy, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_mean_f16_strip(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_strip<__half, RedMean>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_mean_bf16_flat(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__nv_bfloat16, RedMean>(x, y, dy, dx, ws, L);
@@ -128,6 +146,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_mean_bf16_apply(c
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_mean_bf16_one(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_one<__nv_bfloat16, RedMean>(x, y, dy, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_mean_bf16_strip(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_strip<__nv_bfloat16, RedMean>(x, y, dy, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_mean_f64_flat(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<double, RedMean>(x, y, dy, dx, ws, L);
 }
@@ -145,6 +166,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_mean_f64_apply(co
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_mean_f64_one(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_one<double, RedMean>(x, y, dy, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_mean_f64_strip(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_strip<double, RedMean>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_f32_flat(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<float, RedMaxMin>(x, y, dy, dx, ws, L);
@@ -164,6 +188,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_f32_apply(con
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_f32_one(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_one<float, RedMaxMin>(x, y, dy, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_f32_strip(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_strip<float, RedMaxMin>(x, y, dy, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_f16_flat(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__half, RedMaxMin>(x, y, dy, dx, ws, L);
 }
@@ -181,6 +208,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_f16_apply(con
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_f16_one(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_one<__half, RedMaxMin>(x, y, dy, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_f16_strip(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_strip<__half, RedMaxMin>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_bf16_flat(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
@@ -200,6 +230,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_bf16_apply(co
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_bf16_one(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_one<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_bf16_strip(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_strip<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_f64_flat(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<double, RedMaxMin>(x, y, dy, dx, ws, L);
 }
@@ -217,6 +250,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_f64_apply(con
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_f64_one(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_one<double, RedMaxMin>(x, y, dy, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_f64_strip(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_strip<double, RedMaxMin>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_f32_flat(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<float, RedMaxMin>(x, y, dy, dx, ws, L);
@@ -236,6 +272,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_f32_apply(con
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_f32_one(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_one<float, RedMaxMin>(x, y, dy, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_f32_strip(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_strip<float, RedMaxMin>(x, y, dy, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_f16_flat(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__half, RedMaxMin>(x, y, dy, dx, ws, L);
 }
@@ -253,6 +292,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_f16_apply(con
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_f16_one(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_one<__half, RedMaxMin>(x, y, dy, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_f16_strip(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_strip<__half, RedMaxMin>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_bf16_flat(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
@@ -272,6 +314,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_bf16_apply(co
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_bf16_one(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_one<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_bf16_strip(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_strip<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_f64_flat(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<double, RedMaxMin>(x, y, dy, dx, ws, L);
 }
@@ -289,6 +334,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_f64_apply(con
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_f64_one(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_one<double, RedMaxMin>(x, y, dy, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_f64_strip(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_strip<double, RedMaxMin>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_prod_f32_flat(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<float, RedProd>(x, y, dy, dx, ws, L);
@@ -308,6 +356,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_prod_f32_apply(co
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_prod_f32_one(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_one<float, RedProd>(x, y, dy, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_prod_f32_strip(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_strip<float, RedProd>(x, y, dy, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_prod_f16_flat(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__half, RedProd>(x, y, dy, dx, ws, L);
 }
@@ -325,6 +376,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_prod_f16_apply(co
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_prod_f16_one(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_one<__half, RedProd>(x, y, dy, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_prod_f16_strip(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_strip<__half, RedProd>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_prod_bf16_flat(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__nv_bfloat16, RedProd>(x, y, dy, dx, ws, L);
@@ -344,6 +398,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_prod_bf16_apply(c
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_prod_bf16_one(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_one<__nv_bfloat16, RedProd>(x, y, dy, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_prod_bf16_strip(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_strip<__nv_bfloat16, RedProd>(x, y, dy, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_prod_f64_flat(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<double, RedProd>(x, y, dy, dx, ws, L);
 }
@@ -361,6 +418,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_prod_f64_apply(co
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_prod_f64_one(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_one<double, RedProd>(x, y, dy, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_prod_f64_strip(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_strip<double, RedProd>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_norm2_f32_flat(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<float, RedNorm2>(x, y, dy, dx, ws, L);
@@ -380,6 +440,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_norm2_f32_apply(c
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_norm2_f32_one(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_one<float, RedNorm2>(x, y, dy, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_norm2_f32_strip(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_strip<float, RedNorm2>(x, y, dy, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_norm2_f16_flat(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__half, RedNorm2>(x, y, dy, dx, ws, L);
 }
@@ -397,6 +460,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_norm2_f16_apply(c
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_norm2_f16_one(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_one<__half, RedNorm2>(x, y, dy, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_norm2_f16_strip(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_strip<__half, RedNorm2>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_norm2_bf16_flat(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__nv_bfloat16, RedNorm2>(x, y, dy, dx, ws, L);
@@ -416,6 +482,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_norm2_bf16_apply(
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_norm2_bf16_one(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_one<__nv_bfloat16, RedNorm2>(x, y, dy, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_norm2_bf16_strip(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_strip<__nv_bfloat16, RedNorm2>(x, y, dy, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_norm2_f64_flat(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<double, RedNorm2>(x, y, dy, dx, ws, L);
 }
@@ -433,6 +502,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_norm2_f64_apply(c
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_norm2_f64_one(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_one<double, RedNorm2>(x, y, dy, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_norm2_f64_strip(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_strip<double, RedNorm2>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_logsumexp_f32_flat(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<float, RedLogSumExp>(x, y, dy, dx, ws, L);
@@ -452,6 +524,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_logsumexp_f32_app
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_logsumexp_f32_one(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_one<float, RedLogSumExp>(x, y, dy, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_logsumexp_f32_strip(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_strip<float, RedLogSumExp>(x, y, dy, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_logsumexp_f16_flat(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__half, RedLogSumExp>(x, y, dy, dx, ws, L);
 }
@@ -469,6 +544,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_logsumexp_f16_app
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_logsumexp_f16_one(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_one<__half, RedLogSumExp>(x, y, dy, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_logsumexp_f16_strip(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_strip<__half, RedLogSumExp>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_logsumexp_bf16_flat(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__nv_bfloat16, RedLogSumExp>(x, y, dy, dx, ws, L);
@@ -488,6 +566,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_logsumexp_bf16_ap
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_logsumexp_bf16_one(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_one<__nv_bfloat16, RedLogSumExp>(x, y, dy, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_logsumexp_bf16_strip(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_strip<__nv_bfloat16, RedLogSumExp>(x, y, dy, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_logsumexp_f64_flat(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<double, RedLogSumExp>(x, y, dy, dx, ws, L);
 }
@@ -505,6 +586,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_logsumexp_f64_app
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_logsumexp_f64_one(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_one<double, RedLogSumExp>(x, y, dy, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_logsumexp_f64_strip(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_strip<double, RedLogSumExp>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_f32_flat(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<float, RedVar>(x, y, dy, dx, ws, L);
@@ -524,6 +608,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_f32_apply(con
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_f32_one(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_one<float, RedVar>(x, y, dy, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_f32_strip(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_strip<float, RedVar>(x, y, dy, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_f16_flat(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__half, RedVar>(x, y, dy, dx, ws, L);
 }
@@ -541,6 +628,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_f16_apply(con
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_f16_one(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_one<__half, RedVar>(x, y, dy, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_f16_strip(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_strip<__half, RedVar>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_bf16_flat(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__nv_bfloat16, RedVar>(x, y, dy, dx, ws, L);
@@ -560,6 +650,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_bf16_apply(co
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_bf16_one(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_one<__nv_bfloat16, RedVar>(x, y, dy, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_bf16_strip(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_strip<__nv_bfloat16, RedVar>(x, y, dy, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_f64_flat(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<double, RedVar>(x, y, dy, dx, ws, L);
 }
@@ -577,6 +670,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_f64_apply(con
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_f64_one(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_one<double, RedVar>(x, y, dy, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_f64_strip(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_strip<double, RedVar>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_f32_flat(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<float, RedStd>(x, y, dy, dx, ws, L);
@@ -596,6 +692,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_f32_apply(con
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_f32_one(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_one<float, RedStd>(x, y, dy, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_f32_strip(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_strip<float, RedStd>(x, y, dy, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_f16_flat(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__half, RedStd>(x, y, dy, dx, ws, L);
 }
@@ -613,6 +712,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_f16_apply(con
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_f16_one(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_one<__half, RedStd>(x, y, dy, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_f16_strip(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_strip<__half, RedStd>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_bf16_flat(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__nv_bfloat16, RedStd>(x, y, dy, dx, ws, L);
@@ -632,6 +734,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_bf16_apply(co
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_bf16_one(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_one<__nv_bfloat16, RedStd>(x, y, dy, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_bf16_strip(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_strip<__nv_bfloat16, RedStd>(x, y, dy, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_f64_flat(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<double, RedStd>(x, y, dy, dx, ws, L);
 }
@@ -649,4 +754,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_f64_apply(con
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_f64_one(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_one<double, RedStd>(x, y, dy, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_f64_strip(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_strip<double, RedStd>(x, y, dy, dx, ws, L);
 }

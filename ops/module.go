@@ -50,7 +50,7 @@ type loadedFunction struct {
 // for a newer GPU); the launcher then takes another kernel.
 var errNoBuild = errors.New("ops: no build of this kernel for the device")
 
-func loadFunction(ctx *driver.Context, row *kernelRow, block, smem int) (*loadedFunction, error) {
+func loadFunction(ctx *driver.Context, row *kernelRow, block, smem, smemCap int) (*loadedFunction, error) {
 	// The base PTX targets compute_70: an older GPU would fail inside the
 	// JIT with a bare code, so say what is wrong first.
 	major, minor, err := ctx.Device().ComputeCapability()
@@ -105,16 +105,19 @@ func loadFunction(ctx *driver.Context, row *kernelRow, block, smem int) (*loaded
 		if smem > 48<<10 {
 			// Beyond 48 KiB a function must opt in, up to the device's
 			// limit (96 KiB or more from compute capability 7.0 on, 64
-			// KiB on 7.5). Always the same amount, maxDynSmem or that
-			// limit: the attribute belongs to the function, which plans
-			// share. Where smem is more than the device allows, no
-			// block fits (smemBlocksPerSM 0) and the launcher takes
-			// another kernel.
+			// KiB on 7.5). Always the same amount for a function,
+			// smemCap (maxDynSmem where 0) or that limit: the attribute
+			// belongs to the function, which plans share. Where smem is
+			// more than the device allows, no block fits
+			// (smemBlocksPerSM 0) and the launcher takes another kernel.
 			optin, err := ctx.Device().MaxSharedMemPerBlockOptin()
 			if err != nil {
 				return nil, err
 			}
-			limit := min(optin, maxDynSmem)
+			if smemCap == 0 {
+				smemCap = maxDynSmem
+			}
+			limit := min(optin, smemCap)
 			if smem > limit {
 				return lf, nil
 			}
@@ -129,7 +132,8 @@ func loadFunction(ctx *driver.Context, row *kernelRow, block, smem int) (*loaded
 	return lf, nil
 }
 
-// maxDynSmem is the most dynamic shared memory any launch asks for.
+// maxDynSmem is the most dynamic shared memory a launch asks for, unless
+// its kernelRef sets smemCap.
 const maxDynSmem = 96 << 10
 
 // kernelRef is a plan's handle on one kernel. It remembers the function for
@@ -139,7 +143,10 @@ type kernelRef struct {
 	row   *kernelRow // its support-table row: module builds, variant
 	block int
 	smem  int // dynamic shared memory of the launches that use it, if any
-	last  atomic.Pointer[loadedFunction]
+	// smemCap is the function's opt-in limit to set, below the device's
+	// (0: maxDynSmem); the same for every plan of the function.
+	smemCap int
+	last    atomic.Pointer[loadedFunction]
 }
 
 // newKernelRef refers to kernel name of family; its table row picks the
@@ -158,7 +165,7 @@ func (k *kernelRef) resolve(ctx *driver.Context) (*loadedFunction, error) {
 		}
 		return lf, nil
 	}
-	lf, err := loadFunction(ctx, k.row, k.block, k.smem)
+	lf, err := loadFunction(ctx, k.row, k.block, k.smem, k.smemCap)
 	if errors.Is(err, errNoBuild) {
 		k.last.Store(lf)
 		return nil, err

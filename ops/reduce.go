@@ -121,33 +121,37 @@ type ReduceArgs struct {
 // immutable and safe for concurrent use (concurrent Runs need separate
 // workspaces).
 type ReduceBackward struct {
-	id     planID
-	desc   ReduceDesc
-	shape  []int // input shape
-	keep   []int // keepdim shape
-	axis   int   // normalized
-	numel  int64
-	k      int64 // reduced axis length
-	slices int64 // numel / k
-	scale  float64
-	row    reduceGeom
-	col    reduceGeom
-	ws     int64
-	one    bool       // split col slices may take the "one" kernel
-	oneAny bool       // ... whatever the size of x (ReduceOneEnv)
-	oneG   reduceGeom // its cut of the col slices (col keeps the two passes')
-	oneOff int64      // byte offset of its counters in the workspace
-	rowK   *kernelRef // one pass, the row mapping
-	colK   *kernelRef // one pass, the col mapping
-	stats  *kernelRef // split slices, first pass (nil without statistics)
-	apply  *kernelRef // split slices, second pass (nil without statistics)
-	oneK   *kernelRef // split col slices in one launch (nil without statistics)
-	cluK   *kernelRef // ... as thread block clusters (compute capability 9.0)
-	clu    reduceGeom // its geometry; nchunks == 0 where it does not apply
-	cluAny bool       // ... whatever the grid (ReduceClusterEnv)
-	flatK  *kernelRef // dense operands: ops without statistics, and the provisional ones (nil otherwise)
-	flat   reduceFlat // its layout; flat.packs == 0 where the shape or the op's policy does not allow it
-	flatFx bool       // the flat kernel is followed by red_flat_fix (provisional ops)
+	id       planID
+	desc     ReduceDesc
+	shape    []int // input shape
+	keep     []int // keepdim shape
+	axis     int   // normalized
+	numel    int64
+	k        int64 // reduced axis length
+	slices   int64 // numel / k
+	scale    float64
+	row      reduceGeom
+	col      reduceGeom
+	ws       int64
+	one      bool        // split col slices may take the "one" kernel
+	oneAny   bool        // ... whatever the size of x (ReduceOneEnv)
+	oneG     reduceGeom  // its cut of the col slices (col keeps the two passes')
+	oneOff   int64       // byte offset of its counters in the workspace
+	rowK     *kernelRef  // one pass, the row mapping
+	colK     *kernelRef  // one pass, the col mapping
+	stats    *kernelRef  // split slices, first pass (nil without statistics)
+	apply    *kernelRef  // split slices, second pass (nil without statistics)
+	oneK     *kernelRef  // split col slices in one launch (nil without statistics)
+	cluK     *kernelRef  // ... as thread block clusters (compute capability 9.0)
+	clu      reduceGeom  // its geometry; nchunks == 0 where it does not apply
+	cluAny   bool        // ... whatever the grid (ReduceClusterEnv)
+	flatK    *kernelRef  // dense operands: ops without statistics, and the provisional ones (nil otherwise)
+	flat     reduceFlat  // its layout; flat.packs == 0 where the shape or the op's policy does not allow it
+	flatFx   bool        // the flat kernel is followed by red_flat_fix (provisional ops)
+	stripK   *kernelRef  // Var and Std on dense operands, whole slices per block (nil for the other ops)
+	strip    reduceStrip // its cut; strip.vr == 0 where the shape does not allow it
+	stripOn  bool        // Run may take it (ReduceStripEnv)
+	stripAny bool        // ... wherever the shape and operands allow it
 }
 
 // reduceLayout mirrors ReduceLayout in gen/reduce.cuh; it travels by value
@@ -269,6 +273,65 @@ const (
 // reach it with small tensors), with "never" it never does. It is a kernel
 // developer's knob; users leave it unset.
 const ReduceOneEnv = "BARACUDA_REDUCE_ONE"
+
+// The strip kernel (gen/reduce.cuh, reduce_strip): Var and Std along an
+// outer axis on dense operands, one block per strip of whole slices, which
+// it holds in shared memory (redStripHead bytes of sums and factors, then
+// vr 16-byte packs of each of the k rows): x is read once, and no block
+// waits for another, where the two passes read x twice and the one
+// kernel's tiles wait for the rest of their slice block. A strip takes 64
+// bytes of each row where that fits (vr 4), else 32 (vr 2); an x whose
+// inner extent is no multiple of the strip's slices, or whose strip would
+// be larger than redStripSmem, keeps the other paths, as do strided or
+// unaligned operands and a device whose blocks cannot have the strip's
+// shared memory. Not yet timed on a GPU: Run takes it only under
+// ReduceStripEnv.
+const (
+	redStripHead = 4096      // RED_STRIP_HEAD in reduce.cuh
+	redStripSmem = 227 << 10 // a block's most shared memory on an H100
+)
+
+// ReduceStripEnv, read when a plan is made, lets Run take the strip kernel:
+// "auto" where the col slices would be split and the strips are at least
+// as many as the GPU's SMs, "always" wherever the shape and operands allow
+// it (so that tests reach it with small tensors); unset or "never", not at
+// all. It is a kernel developer's knob; users leave it unset.
+const ReduceStripEnv = "BARACUDA_REDUCE_STRIP"
+
+// reduceStrip is the strip kernel's cut of x seen as [O, k, I]: vr packs
+// of each row per strip (0: the shape does not allow the kernel), w = vr*N
+// slices per strip, strips = O*I/w blocks; magic and shift divide by I/w.
+type reduceStrip struct {
+	vr     int32
+	shift  int32
+	w      int64
+	strips int64
+	inner  int64
+	magic  uint64
+	smem   int64 // dynamic shared memory per block, bytes
+}
+
+// stripGeometry is the strip kernel's cut for x of shape reduced along
+// axis with elements of size bytes (see reduceStrip).
+func stripGeometry(shape []int, axis int, size int) reduceStrip {
+	k, inner := int64(shape[axis]), numel(shape[axis+1:])
+	n := int64(16 / size)
+	for _, vr := range [2]int64{4, 2} {
+		w := vr * n
+		smem := redStripHead + k*vr*16
+		if inner%w != 0 || smem > redStripSmem {
+			continue
+		}
+		strips := numel(shape[:axis]) * (inner / w)
+		if strips > maxGridX {
+			continue
+		}
+		g := reduceStrip{vr: int32(vr), w: w, strips: strips, inner: inner, smem: smem}
+		g.magic, g.shift = divMagic(inner / w)
+		return g
+	}
+	return reduceStrip{}
+}
 
 // The cluster kernel (compute capability 9.0 and up): where the col
 // mapping splits the slices of an op with statistics, the redCluster
@@ -449,6 +512,17 @@ func (p *ReduceBackward) dense(a *ReduceArgs) bool {
 	return true
 }
 
+// stripDense reports whether the operands allow the strip kernel: every
+// one contiguous, x and dx 16-byte aligned.
+func (p *ReduceBackward) stripDense(a *ReduceArgs) bool {
+	for _, t := range [4]*Tensor{&a.X, &a.Y, &a.DY, &a.DX} {
+		if !t.isContiguous() {
+			return false
+		}
+	}
+	return a.X.Buf.Addr%16 == 0 && a.DX.Buf.Addr%16 == 0
+}
+
 // colVec is RedColVec in reduce.cuh: adjacent slices per col thread in one
 // 16-byte access, but 8 bytes (4 slices) for f16/bf16 ops with statistics.
 func colVec(dt dtype.DType, op ReduceOp) int64 {
@@ -548,6 +622,26 @@ func NewReduceBackward(desc ReduceDesc) (*ReduceBackward, error) {
 				p.clu = clusterGeometry(p.slices, k, colVec(desc.DType, desc.Op))
 				p.cluAny = cm == "always"
 			}
+			if desc.Op == ReduceVar || desc.Op == ReduceStd {
+				switch os.Getenv(ReduceStripEnv) {
+				case "always":
+					p.stripOn, p.stripAny = true, true
+				case "auto":
+					p.stripOn = true
+				}
+				if p.stripOn {
+					p.strip = stripGeometry(desc.Shape, axis, desc.DType.Size())
+					p.stripOn = p.strip.vr > 0
+				}
+				if p.stripOn {
+					name, ok := lookupKernel("reduce", desc.Op.String(), desc.DType, "strip")
+					if !ok {
+						return nil, id.errorf(ErrUnsupported, "no strip kernel for %s %s", desc.Op, desc.DType)
+					}
+					p.stripK = newKernelRef("reduce", name)
+					p.stripK.smem, p.stripK.smemCap = int(p.strip.smem), redStripSmem
+				}
+			}
 			mode := os.Getenv(ReduceOneEnv)
 			if p.col.nchunks > 1 && !desc.Op.provisional() && mode != "never" {
 				v := colVec(desc.DType, desc.Op)
@@ -620,7 +714,11 @@ func (p *ReduceBackward) denseGeom() (geo reduceGeom, row bool) {
 // larger than the GPU's L2 cache, else "stats" and "apply"). Strided
 // operands may take the other mapping. It does not depend on the GPU: on
 // compute capability 9.0 and up Run may take "cluster" in place of
-// "stats" and "apply" (see clusterOp).
+// "stats" and "apply" (see clusterOp). Under ReduceStripEnv it names
+// "strip" for Var and Std where the plan may take it ("always": wherever
+// the shape allows it; "auto": where the col slices split), which Run
+// does where the device gives a block the strip's shared memory (and, for
+// "auto", the strips are at least as many as its SMs).
 func (p *ReduceBackward) Kernel() KernelInfo {
 	if p.flat.packs > 0 {
 		return KernelInfo{Name: p.flatK.name, Family: "reduce", Op: p.id.op, DType: p.desc.DType, Backend: backend}
@@ -635,6 +733,9 @@ func (p *ReduceBackward) Kernel() KernelInfo {
 		if p.one && !row {
 			ref = p.oneK
 		}
+	}
+	if p.stripOn && !row && (p.stripAny || geo.nchunks > 1) {
+		ref = p.stripK
 	}
 	return KernelInfo{Name: ref.name, Family: "reduce", Op: p.id.op, DType: p.desc.DType, Backend: backend}
 }
@@ -907,8 +1008,9 @@ func (L *reduceLayout) blocks() int64 {
 // kernel (by the operands' strides), or, when an op with statistics splits
 // its slices into chunks, the one kernel (col, after a memset of its
 // counters) or the stats kernel then the apply kernel twice (the slices'
-// totals, then dx; max, min and prod need only the first); nothing for an
-// empty tensor. It never allocates device memory, copies from the host or
+// totals, then dx; max, min and prod need only the first); for Var and
+// Std on dense operands, under ReduceStripEnv, the strip kernel in place of
+// those; nothing for an empty tensor. It never allocates device memory, copies from the host or
 // synchronizes.
 func (p *ReduceBackward) Run(s *driver.Stream, a *ReduceArgs) error {
 	if s == nil {
@@ -939,6 +1041,20 @@ func (p *ReduceBackward) Run(s *driver.Stream, a *ReduceArgs) error {
 			return err
 		}
 		return p.launchThenApply(s, lf, a, &L, redPhaseFlat)
+	}
+	if p.stripOn && p.stripDense(a) {
+		lf, err := p.stripK.resolve(ctx)
+		if err != nil {
+			return err
+		}
+		if lf.smemBlocksPerSM > 0 && (p.stripAny || p.col.nchunks > 1 && p.strip.strips >= int64(lf.sms)) {
+			g := &p.strip
+			L = reduceLayout{k: p.k, slices: p.slices, chunk: p.k, nchunks: 1, tiles: g.strips, scale: p.scale,
+				mapping: redCol, group: 1, cvec: g.vr}
+			L.flat.ip = g.inner
+			L.flat.magic[0], L.flat.shift[0] = g.magic, g.shift
+			return p.launchGrid(s, lf, a, &L, g.strips, g.smem)
+		}
 	}
 	p.layout(a, &L)
 	main := p.colK

@@ -3,6 +3,7 @@ package ops
 import (
 	"errors"
 	"math"
+	"math/bits"
 	"strings"
 	"testing"
 	"unsafe"
@@ -788,5 +789,101 @@ func TestReduceClusterPlan(t *testing.T) {
 	// strided the other way take it.)
 	if p := plan(ReduceProd, dtype.F32, []int{64, 1 << 16}, 0); p.clu.nchunks != 0 {
 		t.Errorf("unsplit col slices: cluster geometry %+v", p.clu)
+	}
+}
+
+// TestReduceStripPlan: the strip kernel's cut (64-byte strip rows where
+// they fit, else 32; none where the inner extent is no multiple of the
+// strip's slices, the axis is innermost, or the strip outgrows
+// redStripSmem), and which plans may take it (Var and Std under
+// ReduceStripEnv "auto" or "always"; no plan without it).
+func TestReduceStripPlan(t *testing.T) {
+	for _, c := range []struct {
+		dt          dtype.DType
+		shape       []int
+		axis        int
+		vr          int32
+		w, strips   int64
+		inner, smem int64
+	}{
+		{dtype.BF16, []int{4096, 4096}, 0, 2, 16, 256, 4096, 4096 + 4096*32},
+		{dtype.F32, []int{4096, 4096}, 0, 2, 8, 512, 4096, 4096 + 4096*32},
+		{dtype.BF16, []int{2048, 1024}, 0, 4, 32, 32, 1024, 4096 + 2048*64},
+		{dtype.F64, []int{1000, 600}, 0, 4, 8, 75, 600, 4096 + 1000*64},
+		{dtype.F32, []int{2, 700, 48}, 1, 4, 16, 6, 48, 4096 + 700*64},
+		{dtype.F16, []int{3, 3000, 16}, 1, 2, 16, 3, 16, 4096 + 3000*32},
+		{dtype.BF16, []int{1000, 600}, 0, 0, 0, 0, 0, 0}, // 600 is no multiple of 16
+		{dtype.F32, []int{4096, 4096}, 1, 0, 0, 0, 0, 0}, // innermost axis
+		{dtype.BF16, []int{8000, 64}, 0, 0, 0, 0, 0, 0},  // 8000 rows of 32 bytes outgrow the limit
+		{dtype.F32, []int{7000, 64}, 0, 2, 8, 8, 64, 4096 + 7000*32},
+	} {
+		g := stripGeometry(c.shape, c.axis, c.dt.Size())
+		if g.vr != c.vr || g.w != c.w || g.strips != c.strips || g.inner != c.inner || g.smem != c.smem {
+			t.Errorf("%s %v axis %d: strip %+v, want vr %d w %d strips %d inner %d smem %d", c.dt, c.shape, c.axis, g,
+				c.vr, c.w, c.strips, c.inner, c.smem)
+		}
+		if g.vr > 0 {
+			for b := int64(0); b < g.strips; b++ {
+				q := uint64(b)
+				if g.magic != 0 {
+					q, _ = bits.Mul64(q, g.magic)
+				}
+				if q >>= g.shift; int64(q) != b/(g.inner/g.w) {
+					t.Errorf("%s %v: the strip divisor gives %d for strip %d", c.dt, c.shape, q, b)
+					break
+				}
+			}
+			if g.smem > redStripSmem {
+				t.Errorf("%s %v: strip smem %d above %d", c.dt, c.shape, g.smem, redStripSmem)
+			}
+		}
+	}
+	for _, c := range []struct {
+		op       ReduceOp
+		env      string
+		on, any_ bool
+	}{
+		{ReduceVar, "", false, false}, {ReduceStd, "never", false, false}, {ReduceVar, "auto", true, false},
+		{ReduceStd, "always", true, true}, {ReduceMax, "always", false, false}, {ReduceSum, "always", false, false},
+	} {
+		t.Setenv(ReduceStripEnv, c.env)
+		p, err := NewReduceBackward(ReduceDesc{Op: c.op, DType: dtype.BF16, Shape: []int{4096, 4096}, Correction: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.stripOn != c.on || p.stripAny != c.any_ || (p.stripK != nil) != c.on {
+			t.Errorf("%s %s=%q: strip on %v any %v kernel %v, want %v %v", c.op, ReduceStripEnv, c.env, p.stripOn,
+				p.stripAny, p.stripK != nil, c.on, c.any_)
+		}
+		if c.on && (p.stripK.smem != int(p.strip.smem) || p.stripK.smemCap != redStripSmem || p.stripK.name != "reduce_bw_"+c.op.String()+"_bf16_strip") {
+			t.Errorf("%s: strip kernel %q smem %d cap %d", c.op, p.stripK.name, p.stripK.smem, p.stripK.smemCap)
+		}
+	}
+	// Kernel under "auto": the strip where the col slices split.
+	t.Setenv(ReduceStripEnv, "auto")
+	for _, c := range []struct {
+		shape []int
+		axis  int
+		want  string
+	}{
+		{[]int{4096, 4096}, 0, "reduce_bw_var_bf16_strip"}, {[]int{4096, 4096}, 1, "reduce_bw_var_bf16_row"},
+		{[]int{64, 32}, 0, "reduce_bw_var_bf16_col"},
+	} {
+		p, err := NewReduceBackward(ReduceDesc{Op: ReduceVar, DType: dtype.BF16, Shape: c.shape, Axis: c.axis, Correction: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.Kernel().Name; got != c.want {
+			t.Errorf("%v axis %d under auto: kernel %s, want %s", c.shape, c.axis, got, c.want)
+		}
+	}
+	// A shape the strip cannot cut: no strip, whatever the knob.
+	t.Setenv(ReduceStripEnv, "always")
+	p, err := NewReduceBackward(ReduceDesc{Op: ReduceVar, DType: dtype.BF16, Shape: []int{1000, 600}, Correction: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.stripOn || p.stripK != nil {
+		t.Errorf("bf16 [1000 600]: strip on %v, want off", p.stripOn)
 	}
 }

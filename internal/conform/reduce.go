@@ -137,6 +137,35 @@ func ReduceCases(quick bool) []ReduceCase {
 	return cs
 }
 
+// ReduceStripCases are shapes the strip kernel can cut (an outer axis whose
+// inner extent is a multiple of 16 elements, 64 or 32 bytes of every row
+// per strip): long slices (4097 and 3000 positions, 32-byte strips), several
+// outer indices, one position, and N - c <= 0; contiguous (the strip
+// kernel, where Run may take it), unaligned and padded (the other paths).
+func ReduceStripCases(quick bool) []ReduceCase {
+	type sc struct {
+		shape []int
+		axis  int
+		c     float64
+	}
+	shapes := []sc{
+		{[]int{4097, 32}, 0, 1}, {[]int{2, 700, 48}, 1, 1}, {[]int{1, 64}, 0, 1}, {[]int{3, 5, 64}, 1, 5},
+		{[]int{6, 32}, 0, 7.5}, {[]int{2048, 1024}, 0, 1}, {[]int{3000, 16}, 0, 0}, {[]int{4, 3, 1000, 2, 16}, 2, 1},
+	}
+	if quick {
+		shapes = []sc{{[]int{4097, 32}, 0, 1}, {[]int{2, 700, 48}, 1, 1}, {[]int{1, 64}, 0, 1}, {[]int{6, 32}, 0, 7.5}}
+	}
+	var cs []ReduceCase
+	for _, s := range shapes {
+		cs = append(cs, ReduceCase{Shape: s.shape, Axis: s.axis, Correction: s.c, Layouts: same4(Contiguous)},
+			ReduceCase{Shape: s.shape, Axis: s.axis, Correction: s.c, Layouts: same4(Unaligned)})
+		if product(s.shape) < 1<<17 {
+			cs = append(cs, ReduceCase{Shape: s.shape, Axis: s.axis, Correction: s.c, Layouts: same4(Padded)})
+		}
+	}
+	return cs
+}
+
 // beyond is a value past the slice's extreme for max (above) or min (below).
 func beyond(op string, x []float64) float64 {
 	e := x[0]

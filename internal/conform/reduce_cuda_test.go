@@ -39,6 +39,25 @@ func TestReduceOneGPU(t *testing.T) {
 	}
 }
 
+// TestReduceStripGPU runs the suite for Var and Std, with the strip
+// cases, where Run may take the strip kernel wherever the shape and the
+// operands allow it (ReduceStripEnv=always; Run takes it by itself only
+// under "auto", for split col slices over every SM), so that every
+// contiguous case whose inner extent is a multiple of a strip's slices
+// reaches it.
+func TestReduceStripGPU(t *testing.T) {
+	t.Setenv(ops.ReduceStripEnv, "always")
+	env := testEnv(t)
+	cases := append(ReduceCases(quick()), ReduceStripCases(quick())...)
+	for _, op := range []ops.ReduceOp{ops.ReduceVar, ops.ReduceStd} {
+		for _, dt := range dtype.All {
+			t.Run("reduce_bw_"+op.String()+"_"+dt.Suffix(), func(t *testing.T) {
+				report(t, env.CheckReduce(op, dt, cases, 46))
+			})
+		}
+	}
+}
+
 // TestReduceClusterGPU runs the suite for the ops with statistics with the
 // cluster kernel forced wherever their col slices split (Run takes it by
 // itself only for some ops, and only for grids of at least a quarter of the GPU's resident blocks), so
