@@ -23,6 +23,8 @@ template <typename T> union Vec {
 
 // Mode 0: the strip in dynamic shared memory, loaded VPT vectors a thread
 // at a time. Mode 1: in registers (VPT vectors a thread, all loaded at once).
+// Mode 2: in shared memory through cp.async, the whole strip in flight at
+// once, then summed from shared memory.
 template <typename T, int RB, int NT, int Mode, int VPT>
 __global__ void __launch_bounds__(NT, 1) strip(const T* __restrict__ x, const T* __restrict__ dy, T* __restrict__ dx, int k,
 		long I, float scale) {
@@ -56,6 +58,18 @@ __global__ void __launch_bounds__(NT, 1) strip(const T* __restrict__ x, const T*
 					for (int e = 0; e < EV; ++e) acc[e] += tof(r[i].e[e]);
 				}
 			}
+		}
+	} else if (Mode == 2) {
+		for (int m = t; m < nv; m += NT) {
+			const unsigned d = (unsigned)__cvta_generic_to_shared(buf + m);
+			asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d), "l"(xb + (long)(m / VR) * rs) : "memory");
+		}
+		asm volatile("cp.async.commit_group;\n\tcp.async.wait_group 0;" ::: "memory");
+		for (int m = t; m < nv; m += NT) {
+			Vec<T> a;
+			a.u = buf[m];
+#pragma unroll
+			for (int e = 0; e < EV; ++e) acc[e] += tof(a.e[e]);
 		}
 	} else {
 #pragma unroll
@@ -95,7 +109,7 @@ __global__ void __launch_bounds__(NT, 1) strip(const T* __restrict__ x, const T*
 		mu[e] = mean[v * EV + e];
 		f[e] = fac[v * EV + e];
 	}
-	if (Mode == 0) {
+	if (Mode != 1) {
 #pragma unroll 8
 		for (int m = t; m < nv; m += NT) {
 			Vec<T> a, o;
@@ -153,7 +167,7 @@ void run(const char* name, int k, long I, uint4* sc, long scn, double copy_us_pe
 	CK(cudaMemset(dx, 0xff, n * sizeof(T)));
 	const int W = RB / sizeof(T);
 	const int blocks = (int)(I / W);
-	const size_t smem = Mode == 0 ? (size_t)k * RB : 0;
+	const size_t smem = Mode != 1 ? (size_t)k * RB : 0;
 	auto kern = strip<T, RB, NT, Mode, VPT>;
 	CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
 	const float scale = 2.f / (float)(k - 1);
@@ -208,6 +222,8 @@ int main() {
 	typedef __nv_bfloat16 bf;
 	run<bf, 32, 256, 0, 16>("bf16 smem 32B 256t b16", k, I, sc, scn, per);
 	run<bf, 32, 256, 0, 8>("bf16 smem 32B 256t b8", k, I, sc, scn, per);
+	run<bf, 32, 256, 2, 1>("bf16 cp.async 32B 256t", k, I, sc, scn, per);
+	run<bf, 32, 512, 2, 1>("bf16 cp.async 32B 512t", k, I, sc, scn, per);
 	run<bf, 32, 1024, 0, 8>("bf16 smem 32B 1024t", k, I, sc, scn, per);
 	run<bf, 32, 512, 0, 8>("bf16 smem 32B 512t", k, I, sc, scn, per);
 	run<bf, 32, 1024, 1, 8>("bf16 regs 32B 1024t", k, I, sc, scn, per);
@@ -216,6 +232,7 @@ int main() {
 	run<bf, 16, 512, 1, 8>("bf16 regs 16B 512t", k, I, sc, scn, per);
 	run<float, 32, 256, 0, 16>("f32 smem 32B 256t b16", k, I, sc, scn, per);
 	run<float, 32, 1024, 0, 8>("f32 smem 32B 1024t", k, I, sc, scn, per);
+	run<float, 32, 256, 2, 1>("f32 cp.async 32B 256t", k, I, sc, scn, per);
 	run<float, 32, 1024, 1, 8>("f32 regs 32B 1024t", k, I, sc, scn, per);
 	run<float, 16, 512, 0, 8>("f32 smem 16B 512t", k, I, sc, scn, per);
 	run<float, 16, 256, 0, 16>("f32 smem 16B 256t b16", k, I, sc, scn, per);
