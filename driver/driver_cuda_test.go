@@ -189,6 +189,9 @@ func TestLaunch(t *testing.T) {
 	if err := fn.SetMaxDynamicSharedMem(64 << 10); err != nil {
 		t.Error(err)
 	}
+	if n, err := fn.StaticSharedMem(); err != nil || n != 0 {
+		t.Errorf("StaticSharedMem = %d, %v; scale_f32 declares none", n, err)
+	}
 
 	// Several goroutines, each with its own stream, share the context.
 	var wg sync.WaitGroup

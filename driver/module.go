@@ -144,6 +144,23 @@ func (f *Function) SetMaxDynamicSharedMem(bytes int) error {
 	return nil
 }
 
+// StaticSharedMem returns the bytes of shared memory f declares statically
+// (CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES). A launch's dynamic shared memory
+// and this together may not exceed the device's per-block opt-in limit.
+func (f *Function) StaticSharedMem() (int, error) {
+	const sharedSizeBytes = 1 // CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES
+	prev, err := f.mod.ctx.bind()
+	if err != nil {
+		return 0, err
+	}
+	defer f.mod.ctx.unbind(prev)
+	n, err := cuFuncGetAttribute.out(sharedSizeBytes, f.handle)
+	if err != nil {
+		return 0, annotate(err, fmt.Sprintf("cuFuncGetAttribute(%s, static shared memory)", f.name), "")
+	}
+	return int(int32(n)), nil
+}
+
 // MaxActiveBlocksPerSM returns how many blocks of block threads, each using
 // dynSmem bytes of dynamic shared memory, one multiprocessor holds at once.
 func (f *Function) MaxActiveBlocksPerSM(block int, dynSmem int) (int, error) {

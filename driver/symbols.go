@@ -62,6 +62,7 @@ var (
 	cuModuleGetFunction                         = symbol{name: "cuModuleGetFunction"}
 	cuModuleUnload                              = symbol{name: "cuModuleUnload"}
 	cuFuncSetAttribute                          = symbol{name: "cuFuncSetAttribute"}
+	cuFuncGetAttribute                          = symbol{name: "cuFuncGetAttribute"}
 	cuOccupancyMaxActiveBlocksPerMultiprocessor = symbol{name: "cuOccupancyMaxActiveBlocksPerMultiprocessor"}
 	cuLaunchKernel                              = symbol{name: "cuLaunchKernel"}
 )
@@ -76,7 +77,7 @@ var symbols = [...]*symbol{
 	&cuStreamCreate, &cuStreamSynchronize, &cuStreamDestroy,
 	&cuEventCreate, &cuEventRecord, &cuEventSynchronize, &cuEventElapsedTime, &cuEventDestroy,
 	&cuModuleLoadDataEx, &cuModuleGetFunction, &cuModuleUnload,
-	&cuFuncSetAttribute, &cuOccupancyMaxActiveBlocksPerMultiprocessor, &cuLaunchKernel,
+	&cuFuncSetAttribute, &cuFuncGetAttribute, &cuOccupancyMaxActiveBlocksPerMultiprocessor, &cuLaunchKernel,
 }
 
 // Driver calls go through purego.SyscallN, whose variadic argument slice

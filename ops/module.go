@@ -105,19 +105,24 @@ func loadFunction(ctx *driver.Context, row *kernelRow, block, smem, smemCap int)
 		if smem > 48<<10 {
 			// Beyond 48 KiB a function must opt in, up to the device's
 			// limit (96 KiB or more from compute capability 7.0 on, 64
-			// KiB on 7.5). Always the same amount for a function,
-			// smemCap (maxDynSmem where 0) or that limit: the attribute
-			// belongs to the function, which plans share. Where smem is
-			// more than the device allows, no block fits
-			// (smemBlocksPerSM 0) and the launcher takes another kernel.
+			// KiB on 7.5) less the function's static shared memory.
+			// Always the same amount for a function, smemCap
+			// (maxDynSmem where 0) or that limit: the attribute belongs
+			// to the function, which plans share. Where smem is more
+			// than the device allows, no block fits (smemBlocksPerSM 0)
+			// and the launcher takes another kernel.
 			optin, err := ctx.Device().MaxSharedMemPerBlockOptin()
+			if err != nil {
+				return nil, err
+			}
+			static, err := fn.StaticSharedMem()
 			if err != nil {
 				return nil, err
 			}
 			if smemCap == 0 {
 				smemCap = maxDynSmem
 			}
-			limit := min(optin, smemCap)
+			limit := min(optin-static, smemCap)
 			if smem > limit {
 				return lf, nil
 			}
