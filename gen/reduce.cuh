@@ -1129,13 +1129,12 @@ __device__ __forceinline__ void red_flat_fix(const T* __restrict__ x, const T* _
 //                 larger than L2, the launcher's choice): each tile keeps
 //                 its x in shared memory until its slice block's totals
 //                 are known.
-//   reduce_strip: var/std along an outer axis on dense operands, one
-//                 block per strip of whole slices held in shared memory
-//                 (see below; the launcher's choice).
+//   reduce_strip: an op with statistics along an outer axis on dense
+//                 operands, one block per strip of whole slices held in
+//                 shared memory (see below; the launcher's choice).
 // reduce_stats, reduce_apply, reduce_one and reduce_strip are empty for
-// ops without statistics, reduce_one and reduce_strip also for the
-// provisional ones, which read x once without them (they are never
-// launched for them).
+// ops without statistics, reduce_one also for the provisional ones, which
+// read x once without it (they are never launched for them).
 //
 // reduce_flat: without statistics dx = elem(slice(dy, y), x) is a map of x
 // with dy and y broadcast along the axis. Where every operand is dense (x
@@ -1250,22 +1249,26 @@ __device__ __forceinline__ void reduce_one(const T* __restrict__ x, const T* __r
 	red_col_pass<T, Op, RED_ONE>(x, y, dy, dx, static_cast<RedAcc<M>*>(ws), L, sm);
 }
 
-// reduce_strip: Var and Std along an outer axis on dense operands (x and
-// dx seen as [O, k, I], dy and y as [O, I]; x and dx 16-byte aligned), one
-// block per strip: W = cvec*N adjacent slices (cvec 16-byte packs of every
-// row, I a multiple of W) over all k positions. The block reads its strip
-// once into dynamic shared memory, RED_STRIP_BATCH packs a thread at a
-// time, summing each slice as it goes (thread t owns pack t % cvec of
-// every row it loads); combines the sums over the lanes that share a pack
-// (an xor butterfly) and then over the warps in index order, a fixed
-// order; forms each slice's factor and mean (Op::slice, as every other
-// path); and writes dx from the packs it holds, each thread its own. So x
-// is read once, with no workspace and no block waiting for another, where
-// the two passes read it twice and the one kernel's tiles wait for the
-// rest of their slice block. The launcher takes it where the strip fits in
-// one block's shared memory (RED_STRIP_HEAD bytes of sums and factors,
-// then k*cvec packs). Layout: k, scale, tiles (the strips), cvec, fip = I,
-// fmagic[0] and fshift[0] divide by I/W (strips per outer index).
+// reduce_strip: an op with statistics along an outer axis on dense
+// operands (x and dx seen as [O, k, I], dy and y as [O, I]; x and dx
+// 16-byte aligned), one block per strip: W = cvec*N adjacent slices (cvec
+// 16-byte packs of every row, I a multiple of W) over all k positions. The
+// block reads its strip once into dynamic shared memory, RED_STRIP_BATCH
+// packs a thread at a time, accumulating each slice's statistics as it goes
+// (thread t owns pack t % cvec of every row it loads, and the y of those
+// slices where the op compares with it); combines them over the lanes that
+// share a pack (an xor butterfly) and then over the warps in index order,
+// a fixed order; forms each slice's context (Op::slice, as every other
+// path); and writes dx from the packs it holds, each thread its own (the
+// fast quotient where the op has one, the exact form for a pack where it
+// is out of range, as reduce_flat). So x is read once, with no workspace
+// and no block waiting for another, where var/std's two passes read it
+// twice, the one kernel's tiles wait for the rest of their slice block,
+// and the flat path of max, min and prod needs its atomics and a second
+// launch. The launcher takes it where the strip fits in one block's shared
+// memory (RED_STRIP_HEAD bytes of statistics and contexts, then k*cvec
+// packs). Layout: k, scale, tiles (the strips), cvec, fip = I, fmagic[0]
+// and fshift[0] divide by I/W (strips per outer index).
 #define RED_STRIP_BATCH 8
 #define RED_STRIP_VMAX 4
 #define RED_STRIP_HEAD 4096
@@ -1273,7 +1276,7 @@ template <typename T, typename Op>
 __device__ __forceinline__ void reduce_strip(const T* __restrict__ x, const T* __restrict__ y,
 		const T* __restrict__ dy, T* __restrict__ dx, void* __restrict__, const ReduceLayout& L) {
 	typedef typename OpMath<T>::type M;
-	if (!Op::stats || Op::provisional) return;
+	if (!Op::stats) return;
 	constexpr int N = Pack<T>::N;
 	constexpr int WMAX = RED_STRIP_VMAX * N;
 	static_assert(sizeof(RedAcc<M>) * (RED_BLOCK / 32) * WMAX + sizeof(RedCtx<M>) * WMAX <= RED_STRIP_HEAD,
@@ -1291,9 +1294,14 @@ __device__ __forceinline__ void reduce_strip(const T* __restrict__ x, const T* _
 	const i64 i0 = b * W - o * L.fip;
 	const i64 base = o * L.k * L.fip + i0 + v * N;
 	const int nv = (int)(L.k << sh);  // packs in the strip
+	const i64 s0 = o * L.fip + i0;    // the strip's first slice in dy and y
 	RedAcc<M> acc[N];
+	M yv[N];
 #pragma unroll
-	for (int e = 0; e < N; ++e) acc[e] = Op::template init<M>();
+	for (int e = 0; e < N; ++e) {
+		acc[e] = Op::template init<M>();
+		yv[e] = Op::needs_y ? to_op(y[s0 + v * N + e]) : M(0);
+	}
 	for (int m0 = 0; m0 < nv; m0 += RED_BLOCK * RED_STRIP_BATCH) {
 		uint4 r[RED_STRIP_BATCH];
 #pragma unroll
@@ -1309,7 +1317,7 @@ __device__ __forceinline__ void reduce_strip(const T* __restrict__ x, const T* _
 				Pack<T> xv;
 				memcpy(&xv, &r[i], 16);
 #pragma unroll
-				for (int e = 0; e < N; ++e) Op::accum(acc[e], to_op(xv.v[e]), M(0));
+				for (int e = 0; e < N; ++e) Op::accum(acc[e], to_op(xv.v[e]), yv[e]);
 			}
 		}
 	}
@@ -1329,9 +1337,8 @@ __device__ __forceinline__ void reduce_strip(const T* __restrict__ x, const T* _
 		RedAcc<M> t = part[tid];
 #pragma unroll
 		for (int w = 1; w < RED_BLOCK / 32; ++w) Op::combine(t, part[w * WMAX + tid]);
-		const i64 s = o * L.fip + i0 + tid;
-		const M yv = Op::needs_y ? to_op(y[s]) : M(0);
-		cx[tid] = Op::template slice<M>(to_op(dy[s]), yv, t, L.scale, L.k);
+		const M ys = Op::needs_y ? to_op(y[s0 + tid]) : M(0);
+		cx[tid] = Op::template slice<M>(to_op(dy[s0 + tid]), ys, t, L.scale, L.k);
 	}
 	__syncthreads();
 	RedCtx<M> c[N];
@@ -1342,8 +1349,13 @@ __device__ __forceinline__ void reduce_strip(const T* __restrict__ x, const T* _
 		const uint4 u = buf[m];
 		Pack<T> xv, out;
 		memcpy(&xv, &u, 16);
+		bool bad = false;
 #pragma unroll
-		for (int e = 0; e < N; ++e) out.v[e] = from_op<T>(Op::elem(c[e], to_op(xv.v[e])));
+		for (int e = 0; e < N; ++e) out.v[e] = from_op<T>(RedFast<Op, T>::elem(c[e], to_op(xv.v[e]), bad));
+		if (bad) {
+#pragma unroll
+			for (int e = 0; e < N; ++e) out.v[e] = from_op<T>(Op::elem(c[e], to_op(xv.v[e])));
+		}
 		store_pack(dx + base + (i64)(m >> sh) * L.fip, out);
 	}
 }

@@ -8,10 +8,10 @@ package main
 // then "apply" (combine, dx), or for var and std along an outer axis "one"
 // (the tiles of a slice block keep x in shared memory until their
 // statistics are complete); those three are empty for ops without
-// statistics, "one" also for max, min and prod. "strip" is var and std
-// along an outer axis on dense operands: a block holds whole slices (a
-// strip of them) in shared memory, reads x once and waits for no other
-// block (empty for the other ops). "flat" is the ops without
+// statistics, "one" also for max, min and prod. "strip" is an op with
+// statistics along an outer axis on dense operands: a block holds whole
+// slices (a strip of them) in shared memory, reads x once and waits for no
+// other block (empty for the other ops). "flat" is the ops without
 // statistics on dense operands (an elementwise map of x with dy and y
 // broadcast), empty for the others. "cluster" (compute capability 9.0 and
 // up, its own build) runs the split col slices of an op with statistics in

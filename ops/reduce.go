@@ -148,7 +148,7 @@ type ReduceBackward struct {
 	flatK    *kernelRef  // dense operands: ops without statistics, and the provisional ones (nil otherwise)
 	flat     reduceFlat  // its layout; flat.packs == 0 where the shape or the op's policy does not allow it
 	flatFx   bool        // the flat kernel is followed by red_flat_fix (provisional ops)
-	stripK   *kernelRef  // Var and Std on dense operands, whole slices per block (nil for the other ops)
+	stripK   *kernelRef  // ops with statistics on dense operands, whole slices per block (nil unless stripOn)
 	strip    reduceStrip // its cut; strip.vr == 0 where the shape does not allow it
 	stripOn  bool        // Run may take it (ReduceStripEnv)
 	stripAny bool        // ... wherever the shape and operands allow it
@@ -274,12 +274,14 @@ const (
 // developer's knob; users leave it unset.
 const ReduceOneEnv = "BARACUDA_REDUCE_ONE"
 
-// The strip kernel (gen/reduce.cuh, reduce_strip): Var and Std along an
-// outer axis on dense operands, one block per strip of whole slices, which
-// it holds in shared memory (redStripHead bytes of sums and factors, then
-// vr 16-byte packs of each of the k rows): x is read once, and no block
-// waits for another, where the two passes read x twice and the one
-// kernel's tiles wait for the rest of their slice block. A strip takes 64
+// The strip kernel (gen/reduce.cuh, reduce_strip): an op with statistics
+// along an outer axis on dense operands, one block per strip of whole
+// slices, which it holds in shared memory (redStripHead bytes of
+// statistics and contexts, then vr 16-byte packs of each of the k rows): x
+// is read once, and no block waits for another, where var/std's two passes
+// read x twice, the one kernel's tiles wait for the rest of their slice
+// block, and the flat path of max, min and prod needs atomics and a second
+// launch. A strip takes 64
 // bytes of each row where that fits (vr 4), else 32 (vr 2); an x whose
 // inner extent is no multiple of the strip's slices, or whose strip would
 // be larger than redStripSmem, keeps the other paths, as do strided or
@@ -512,6 +514,30 @@ func (p *ReduceBackward) dense(a *ReduceArgs) bool {
 	return true
 }
 
+// planStrip sets up the strip kernel where ReduceStripEnv allows it and
+// the shape can be cut into strips.
+func (p *ReduceBackward) planStrip() error {
+	switch os.Getenv(ReduceStripEnv) {
+	case "always":
+		p.stripOn, p.stripAny = true, true
+	case "auto":
+		p.stripOn = true
+	default:
+		return nil
+	}
+	p.strip = stripGeometry(p.shape, p.axis, p.desc.DType.Size())
+	if p.stripOn = p.strip.vr > 0; !p.stripOn {
+		return nil
+	}
+	name, ok := lookupKernel("reduce", p.desc.Op.String(), p.desc.DType, "strip")
+	if !ok {
+		return p.id.errorf(ErrUnsupported, "no strip kernel for %s %s", p.desc.Op, p.desc.DType)
+	}
+	p.stripK = newKernelRef("reduce", name)
+	p.stripK.smem, p.stripK.smemCap = int(p.strip.smem), redStripSmem
+	return nil
+}
+
 // stripDense reports whether the operands allow the strip kernel: every
 // one contiguous, x and dx 16-byte aligned.
 func (p *ReduceBackward) stripDense(a *ReduceArgs) bool {
@@ -622,25 +648,8 @@ func NewReduceBackward(desc ReduceDesc) (*ReduceBackward, error) {
 				p.clu = clusterGeometry(p.slices, k, colVec(desc.DType, desc.Op))
 				p.cluAny = cm == "always"
 			}
-			if desc.Op == ReduceVar || desc.Op == ReduceStd {
-				switch os.Getenv(ReduceStripEnv) {
-				case "always":
-					p.stripOn, p.stripAny = true, true
-				case "auto":
-					p.stripOn = true
-				}
-				if p.stripOn {
-					p.strip = stripGeometry(desc.Shape, axis, desc.DType.Size())
-					p.stripOn = p.strip.vr > 0
-				}
-				if p.stripOn {
-					name, ok := lookupKernel("reduce", desc.Op.String(), desc.DType, "strip")
-					if !ok {
-						return nil, id.errorf(ErrUnsupported, "no strip kernel for %s %s", desc.Op, desc.DType)
-					}
-					p.stripK = newKernelRef("reduce", name)
-					p.stripK.smem, p.stripK.smemCap = int(p.strip.smem), redStripSmem
-				}
+			if err := p.planStrip(); err != nil {
+				return nil, err
 			}
 			mode := os.Getenv(ReduceOneEnv)
 			if p.col.nchunks > 1 && !desc.Op.provisional() && mode != "never" {
@@ -715,27 +724,26 @@ func (p *ReduceBackward) denseGeom() (geo reduceGeom, row bool) {
 // operands may take the other mapping. It does not depend on the GPU: on
 // compute capability 9.0 and up Run may take "cluster" in place of
 // "stats" and "apply" (see clusterOp). Under ReduceStripEnv it names
-// "strip" for Var and Std where the plan may take it ("always": wherever
-// the shape allows it; "auto": where the col slices split), which Run
-// does where the device gives a block the strip's shared memory (and, for
-// "auto", the strips are at least as many as its SMs).
+// "strip" for an op with statistics where the plan may take it ("always":
+// wherever the shape allows it; "auto": where the col slices split), which
+// Run does where the device gives a block the strip's shared memory (and,
+// for "auto", the strips are at least as many as its SMs).
 func (p *ReduceBackward) Kernel() KernelInfo {
-	if p.flat.packs > 0 {
-		return KernelInfo{Name: p.flatK.name, Family: "reduce", Op: p.id.op, DType: p.desc.DType, Backend: backend}
-	}
 	geo, row := p.denseGeom()
 	ref := p.colK
-	if row {
+	switch {
+	case p.stripOn && !row && (p.stripAny || geo.nchunks > 1):
+		ref = p.stripK
+	case p.flat.packs > 0:
+		ref = p.flatK
+	case row:
 		ref = p.rowK
 	}
-	if p.stats != nil && geo.nchunks > 1 {
+	if ref != p.stripK && ref != p.flatK && p.stats != nil && geo.nchunks > 1 {
 		ref = p.apply
 		if p.one && !row {
 			ref = p.oneK
 		}
-	}
-	if p.stripOn && !row && (p.stripAny || geo.nchunks > 1) {
-		ref = p.stripK
 	}
 	return KernelInfo{Name: ref.name, Family: "reduce", Op: p.id.op, DType: p.desc.DType, Backend: backend}
 }
@@ -1008,9 +1016,9 @@ func (L *reduceLayout) blocks() int64 {
 // kernel (by the operands' strides), or, when an op with statistics splits
 // its slices into chunks, the one kernel (col, after a memset of its
 // counters) or the stats kernel then the apply kernel twice (the slices'
-// totals, then dx; max, min and prod need only the first); for Var and
-// Std on dense operands, under ReduceStripEnv, the strip kernel in place of
-// those; nothing for an empty tensor. It never allocates device memory, copies from the host or
+// totals, then dx; max, min and prod need only the first); for an op with
+// statistics on dense operands, under ReduceStripEnv, the strip kernel in
+// place of those; nothing for an empty tensor. It never allocates device memory, copies from the host or
 // synchronizes.
 func (p *ReduceBackward) Run(s *driver.Stream, a *ReduceArgs) error {
 	if s == nil {
@@ -1024,6 +1032,20 @@ func (p *ReduceBackward) Run(s *driver.Stream, a *ReduceArgs) error {
 	}
 	var L reduceLayout
 	ctx := s.Context()
+	if p.stripOn && p.stripDense(a) {
+		lf, err := p.stripK.resolve(ctx)
+		if err != nil {
+			return err
+		}
+		if lf.smemBlocksPerSM > 0 && (p.stripAny || p.col.nchunks > 1 && p.strip.strips >= int64(lf.sms)) {
+			g := &p.strip
+			L = reduceLayout{k: p.k, slices: p.slices, chunk: p.k, nchunks: 1, tiles: g.strips, scale: p.scale,
+				mapping: redCol, group: 1, cvec: g.vr}
+			L.flat.ip = g.inner
+			L.flat.magic[0], L.flat.shift[0] = g.magic, g.shift
+			return p.launchGrid(s, lf, a, &L, g.strips, g.smem)
+		}
+	}
 	if p.dense(a) {
 		lf, err := p.flatK.resolve(ctx)
 		if err != nil {
@@ -1041,20 +1063,6 @@ func (p *ReduceBackward) Run(s *driver.Stream, a *ReduceArgs) error {
 			return err
 		}
 		return p.launchThenApply(s, lf, a, &L, redPhaseFlat)
-	}
-	if p.stripOn && p.stripDense(a) {
-		lf, err := p.stripK.resolve(ctx)
-		if err != nil {
-			return err
-		}
-		if lf.smemBlocksPerSM > 0 && (p.stripAny || p.col.nchunks > 1 && p.strip.strips >= int64(lf.sms)) {
-			g := &p.strip
-			L = reduceLayout{k: p.k, slices: p.slices, chunk: p.k, nchunks: 1, tiles: g.strips, scale: p.scale,
-				mapping: redCol, group: 1, cvec: g.vr}
-			L.flat.ip = g.inner
-			L.flat.magic[0], L.flat.shift[0] = g.magic, g.shift
-			return p.launchGrid(s, lf, a, &L, g.strips, g.smem)
-		}
 	}
 	p.layout(a, &L)
 	main := p.colK

@@ -795,8 +795,8 @@ func TestReduceClusterPlan(t *testing.T) {
 // TestReduceStripPlan: the strip kernel's cut (64-byte strip rows where
 // they fit, else 32; none where the inner extent is no multiple of the
 // strip's slices, the axis is innermost, or the strip outgrows
-// redStripSmem), and which plans may take it (Var and Std under
-// ReduceStripEnv "auto" or "always"; no plan without it).
+// redStripSmem), and which plans may take it (the ops with statistics
+// under ReduceStripEnv "auto" or "always"; no plan without it).
 func TestReduceStripPlan(t *testing.T) {
 	for _, c := range []struct {
 		dt          dtype.DType
@@ -844,7 +844,8 @@ func TestReduceStripPlan(t *testing.T) {
 		on, any_ bool
 	}{
 		{ReduceVar, "", false, false}, {ReduceStd, "never", false, false}, {ReduceVar, "auto", true, false},
-		{ReduceStd, "always", true, true}, {ReduceMax, "always", false, false}, {ReduceSum, "always", false, false},
+		{ReduceStd, "always", true, true}, {ReduceMax, "always", true, true}, {ReduceProd, "auto", true, false},
+		{ReduceSum, "always", false, false}, {ReduceNorm2, "auto", false, false},
 	} {
 		t.Setenv(ReduceStripEnv, c.env)
 		p, err := NewReduceBackward(ReduceDesc{Op: c.op, DType: dtype.BF16, Shape: []int{4096, 4096}, Correction: 1})
@@ -862,14 +863,16 @@ func TestReduceStripPlan(t *testing.T) {
 	// Kernel under "auto": the strip where the col slices split.
 	t.Setenv(ReduceStripEnv, "auto")
 	for _, c := range []struct {
+		op    ReduceOp
 		shape []int
 		axis  int
 		want  string
 	}{
-		{[]int{4096, 4096}, 0, "reduce_bw_var_bf16_strip"}, {[]int{4096, 4096}, 1, "reduce_bw_var_bf16_row"},
-		{[]int{64, 32}, 0, "reduce_bw_var_bf16_col"},
+		{ReduceVar, []int{4096, 4096}, 0, "reduce_bw_var_bf16_strip"}, {ReduceVar, []int{4096, 4096}, 1, "reduce_bw_var_bf16_row"},
+		{ReduceVar, []int{64, 32}, 0, "reduce_bw_var_bf16_col"}, {ReduceMax, []int{4096, 4096}, 0, "reduce_bw_max_bf16_strip"},
+		{ReduceProd, []int{1000, 600}, 0, "reduce_bw_prod_bf16_flat"}, {ReduceMin, []int{64, 32}, 0, "reduce_bw_min_bf16_col"},
 	} {
-		p, err := NewReduceBackward(ReduceDesc{Op: ReduceVar, DType: dtype.BF16, Shape: c.shape, Axis: c.axis, Correction: 1})
+		p, err := NewReduceBackward(ReduceDesc{Op: c.op, DType: dtype.BF16, Shape: c.shape, Axis: c.axis, Correction: 1})
 		if err != nil {
 			t.Fatal(err)
 		}

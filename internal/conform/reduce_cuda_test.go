@@ -39,17 +39,17 @@ func TestReduceOneGPU(t *testing.T) {
 	}
 }
 
-// TestReduceStripGPU runs the suite for Var and Std, with the strip
-// cases, where Run may take the strip kernel wherever the shape and the
-// operands allow it (ReduceStripEnv=always; Run takes it by itself only
-// under "auto", for split col slices over every SM), so that every
+// TestReduceStripGPU runs the suite for the ops with statistics, with the
+// strip cases, where Run may take the strip kernel wherever the shape and
+// the operands allow it (ReduceStripEnv=always; Run takes it by itself
+// only under "auto", for split col slices over every SM), so that every
 // contiguous case whose inner extent is a multiple of a strip's slices
-// reaches it.
+// reaches it: ties, zeros and NaN slices included.
 func TestReduceStripGPU(t *testing.T) {
 	t.Setenv(ops.ReduceStripEnv, "always")
 	env := testEnv(t)
 	cases := append(ReduceCases(quick()), ReduceStripCases(quick())...)
-	for _, op := range []ops.ReduceOp{ops.ReduceVar, ops.ReduceStd} {
+	for _, op := range []ops.ReduceOp{ops.ReduceMax, ops.ReduceMin, ops.ReduceProd, ops.ReduceVar, ops.ReduceStd} {
 		for _, dt := range dtype.All {
 			t.Run("reduce_bw_"+op.String()+"_"+dt.Suffix(), func(t *testing.T) {
 				report(t, env.CheckReduce(op, dt, cases, 46))

@@ -9,22 +9,24 @@ import (
 )
 
 // TestReduceStripCasesReachStrip: under ReduceStripEnv=always every
-// contiguous strip case is one the strip kernel cuts, for every dtype, so
-// that TestReduceStripGPU runs it on each of them.
+// contiguous strip case is one the strip kernel cuts, for every op with
+// statistics and every dtype, so that TestReduceStripGPU runs it on each.
 func TestReduceStripCasesReachStrip(t *testing.T) {
 	t.Setenv(ops.ReduceStripEnv, "always")
 	for _, c := range ReduceStripCases(false) {
 		if c.Layouts[0](c.Shape).Name != Contiguous(c.Shape).Name {
 			continue
 		}
-		for _, dt := range dtype.All {
-			p, err := ops.NewReduceBackward(ops.ReduceDesc{Op: ops.ReduceStd, DType: dt, Shape: c.Shape, Axis: c.Axis,
-				Correction: c.Correction})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if name := p.Kernel().Name; !strings.HasSuffix(name, "_strip") {
-				t.Errorf("%s %s: kernel %s, want the strip kernel", c, dt, name)
+		for _, op := range []ops.ReduceOp{ops.ReduceMax, ops.ReduceMin, ops.ReduceProd, ops.ReduceVar, ops.ReduceStd} {
+			for _, dt := range dtype.All {
+				p, err := ops.NewReduceBackward(ops.ReduceDesc{Op: op, DType: dt, Shape: c.Shape, Axis: c.Axis,
+					Correction: c.Correction})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if name := p.Kernel().Name; !strings.HasSuffix(name, "_strip") {
+					t.Errorf("%s %s %s: kernel %s, want the strip kernel", op, c, dt, name)
+				}
 			}
 		}
 	}
