@@ -281,13 +281,12 @@ const ReduceOneEnv = "BARACUDA_REDUCE_ONE"
 // is read once, and no block waits for another, where var/std's two passes
 // read x twice, the one kernel's tiles wait for the rest of their slice
 // block, and the flat path of max, min and prod needs atomics and a second
-// launch. A strip takes 64
-// bytes of each row where that fits (vr 4), else 32 (vr 2); an x whose
-// inner extent is no multiple of the strip's slices, or whose strip would
-// be larger than redStripSmem, keeps the other paths, as do strided or
-// unaligned operands and a device whose blocks cannot have the strip's
-// shared memory. Not yet timed on a GPU: Run takes it only under
-// ReduceStripEnv.
+// launch. A strip takes 64 bytes of each row where that fits (vr 4), else
+// 32 (vr 2); an x whose inner extent is no multiple of the strip's slices,
+// or whose strip would be larger than redStripSmem, keeps the other paths,
+// as do strided or unaligned operands and a device whose blocks cannot
+// have the strip's shared memory. Not yet timed on a GPU: Run takes it
+// only under ReduceStripEnv.
 const (
 	redStripHead = 4096      // RED_STRIP_HEAD in reduce.cuh
 	redStripSmem = 227 << 10 // a block's most shared memory on an H100
@@ -736,14 +735,12 @@ func (p *ReduceBackward) Kernel() KernelInfo {
 		ref = p.stripK
 	case p.flat.packs > 0:
 		ref = p.flatK
+	case p.stats != nil && geo.nchunks > 1 && p.one && !row:
+		ref = p.oneK
+	case p.stats != nil && geo.nchunks > 1:
+		ref = p.apply
 	case row:
 		ref = p.rowK
-	}
-	if ref != p.stripK && ref != p.flatK && p.stats != nil && geo.nchunks > 1 {
-		ref = p.apply
-		if p.one && !row {
-			ref = p.oneK
-		}
 	}
 	return KernelInfo{Name: ref.name, Family: "reduce", Op: p.id.op, DType: p.desc.DType, Backend: backend}
 }
@@ -1018,8 +1015,8 @@ func (L *reduceLayout) blocks() int64 {
 // counters) or the stats kernel then the apply kernel twice (the slices'
 // totals, then dx; max, min and prod need only the first); for an op with
 // statistics on dense operands, under ReduceStripEnv, the strip kernel in
-// place of those; nothing for an empty tensor. It never allocates device memory, copies from the host or
-// synchronizes.
+// place of those; nothing for an empty tensor. It never allocates device
+// memory, copies from the host or synchronizes.
 func (p *ReduceBackward) Run(s *driver.Stream, a *ReduceArgs) error {
 	if s == nil {
 		return p.id.errorf(ErrNilStream, "Run needs a stream")
