@@ -276,8 +276,12 @@ func reduceSlice(rng *rand.Rand, op string, x []float64) {
 		}
 	case "var", "std":
 		switch flavor {
-		case 0, 1: // zero variance: std's y == 0 select
-			v := x[0]
+		case 0, 1: // zero variance: std's y == 0 select. An integer value,
+			// whose sums over any order are exact (up to 2^21 positions in
+			// f32), so that the mean is exactly v: with N == c, where the
+			// factor is +inf, a mean one bit off turns the NaN of x == mean
+			// into ±inf, and which order the kernels sum in is theirs.
+			v := math.Round(x[0])
 			for i := range x {
 				x[i] = v
 			}
