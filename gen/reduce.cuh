@@ -1272,29 +1272,43 @@ __device__ __forceinline__ void reduce_one(const T* __restrict__ x, const T* __r
 #define RED_STRIP_BATCH 8
 #define RED_STRIP_VMAX 4
 #define RED_STRIP_HEAD 4096
-template <typename T, typename Op>
-__device__ __forceinline__ void reduce_strip(const T* __restrict__ x, const T* __restrict__ y,
-		const T* __restrict__ dy, T* __restrict__ dx, void* __restrict__, const ReduceLayout& L) {
+// RED_STRIP_CLUSTER: blocks per cluster of the clustered strip kernel
+// (reduce_stripc; redStripCluster in ops/reduce.go).
+#define RED_STRIP_CLUSTER 2
+// red_strip is the strip kernel for C == 1 and, for C > 1 (compute
+// capability 9.0, a thread block cluster of C blocks per strip), its
+// clustered form: block b is part b % C of strip b / C and holds only rows
+// [r*chunk, (r+1)*chunk) of it (L.chunk, r its cluster rank); each block
+// publishes its partial statistics in shared memory, and after a cluster
+// barrier reads all C of them through distributed shared memory and
+// combines them in rank order (the same bits in every block). A smaller
+// strip per block lets several blocks share an SM, so that one block's
+// loads overlap another's stores.
+template <typename T, typename Op, int C>
+__device__ __forceinline__ void red_strip(const T* __restrict__ x, const T* __restrict__ y,
+		const T* __restrict__ dy, T* __restrict__ dx, const ReduceLayout& L) {
 	typedef typename OpMath<T>::type M;
-	if (!Op::stats) return;
 	constexpr int N = Pack<T>::N;
 	constexpr int WMAX = RED_STRIP_VMAX * N;
-	static_assert(sizeof(RedAcc<M>) * (RED_BLOCK / 32) * WMAX + sizeof(RedCtx<M>) * WMAX <= RED_STRIP_HEAD,
+	static_assert(sizeof(RedAcc<M>) * ((RED_BLOCK / 32) + 1) * WMAX + sizeof(RedCtx<M>) * WMAX <= RED_STRIP_HEAD,
 			"the strip's sums and factors must fit in RED_STRIP_HEAD");
 	RedAcc<M>* part = reinterpret_cast<RedAcc<M>*>(red_dyn);  // [warp][slice]
-	RedCtx<M>* cx = reinterpret_cast<RedCtx<M>*>(red_dyn + sizeof(RedAcc<M>) * (RED_BLOCK / 32) * WMAX);
+	RedAcc<M>* tot = part + (RED_BLOCK / 32) * WMAX;          // [slice]: the block's partial (C > 1)
+	RedCtx<M>* cx = reinterpret_cast<RedCtx<M>*>(tot + WMAX);
 	uint4* buf = reinterpret_cast<uint4*>(red_dyn + RED_STRIP_HEAD);
 	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
 	const int vr = L.cvec;  // 1, 2 or 4
 	const int sh = vr == 4 ? 2 : vr == 2 ? 1 : 0;
 	const int v = tid & (vr - 1);
 	const int W = vr * N;
-	const i64 b = blockIdx.x;
+	const i64 b = C == 1 ? (i64)blockIdx.x : (i64)(blockIdx.x / C);
+	const i64 r0 = C == 1 ? 0 : (i64)(blockIdx.x % C) * L.chunk;
 	const i64 o = bc_div(b, L.fmagic[0], L.fshift[0]);
 	const i64 i0 = b * W - o * L.fip;
-	const i64 base = o * L.k * L.fip + i0 + v * N;
-	const int nv = (int)(L.k << sh);  // packs in the strip
-	const i64 s0 = o * L.fip + i0;    // the strip's first slice in dy and y
+	const i64 base = o * L.k * L.fip + r0 * L.fip + i0 + v * N;
+	const i64 rows = C == 1 ? L.k : max(min(L.chunk, L.k - r0), (i64)0);
+	const int nv = (int)(rows << sh);  // packs in the block's part of the strip
+	const i64 s0 = o * L.fip + i0;     // the strip's first slice in dy and y
 	RedAcc<M> acc[N];
 	M yv[N];
 #pragma unroll
@@ -1333,10 +1347,24 @@ __device__ __forceinline__ void reduce_strip(const T* __restrict__ x, const T* _
 		for (int e = 0; e < N; ++e) part[warp * WMAX + lane * N + e] = acc[e];
 	}
 	__syncthreads();
+	RedAcc<M> t;
 	if (tid < W) {
-		RedAcc<M> t = part[tid];
+		t = part[tid];
 #pragma unroll
 		for (int w = 1; w < RED_BLOCK / 32; ++w) Op::combine(t, part[w * WMAX + tid]);
+		if (C > 1) tot[tid] = t;
+	}
+	if (C > 1) {
+		red_cluster_arrive();
+		red_cluster_wait();
+		if (tid < W) {
+			t = red_dsmem(tot + tid, 0);
+#pragma unroll
+			for (int r = 1; r < C; ++r) Op::combine(t, red_dsmem(tot + tid, r));
+		}
+		red_cluster_arrive();
+	}
+	if (tid < W) {
 		const M ys = Op::needs_y ? to_op(y[s0 + tid]) : M(0);
 		cx[tid] = Op::template slice<M>(to_op(dy[s0 + tid]), ys, t, L.scale, L.k);
 	}
@@ -1358,6 +1386,29 @@ __device__ __forceinline__ void reduce_strip(const T* __restrict__ x, const T* _
 		}
 		store_pack(dx + base + (i64)(m >> sh) * L.fip, out);
 	}
+	// No block's shared memory goes while another block of the cluster may
+	// still read its partials.
+	if (C > 1) red_cluster_wait();
+}
+
+template <typename T, typename Op>
+__device__ __forceinline__ void reduce_strip(const T* __restrict__ x, const T* __restrict__ y,
+		const T* __restrict__ dy, T* __restrict__ dx, void* __restrict__, const ReduceLayout& L) {
+	if (!Op::stats) return;
+	red_strip<T, Op, 1>(x, y, dy, dx, L);
+}
+
+// reduce_stripc: the clustered strip kernel (see red_strip); empty below
+// compute capability 9.0 and for ops without statistics (it is only
+// launched from the compute_90 build). Layout: the strip kernel's, with
+// chunk the rows per block and tiles RED_STRIP_CLUSTER blocks per strip.
+template <typename T, typename Op>
+__device__ __forceinline__ void reduce_stripc(const T* __restrict__ x, const T* __restrict__ y,
+		const T* __restrict__ dy, T* __restrict__ dx, void* __restrict__, const ReduceLayout& L) {
+#if __CUDA_ARCH__ >= 900
+	if (!Op::stats) return;
+	red_strip<T, Op, RED_STRIP_CLUSTER>(x, y, dy, dx, L);
+#endif
 }
 
 // reduce_cluster: the cluster kernel, one tile per block (see

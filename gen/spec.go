@@ -121,9 +121,9 @@ var builds = []Build{
 	{Suffix: "_sm80", Arch: "compute_80", MinMajor: 8, DTypes: []dtype.DType{dtype.BF16}, Verify: []string{"sm_80", "sm_90"},
 		MinBlocks: map[string]int{"reduce": 3, "scan": 3}, SpillBytes: map[string]int{"scan": 192}},
 	// compute_90 for what only Hopper has: the reduce family's "cluster"
-	// variant (thread block clusters, distributed shared memory), every
-	// dtype. The other kernels keep their builds.
-	{Suffix: "_sm90", Arch: "compute_90", MinMajor: 9, Families: []string{"reduce"}, Variants: []string{"cluster"},
+	// and "stripc" variants (thread block clusters, distributed shared
+	// memory), every dtype. The other kernels keep their builds.
+	{Suffix: "_sm90", Arch: "compute_90", MinMajor: 9, Families: []string{"reduce"}, Variants: []string{"cluster", "stripc"},
 		Verify: []string{"sm_90"}},
 }
 

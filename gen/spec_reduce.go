@@ -24,6 +24,14 @@ package main
 // measured faster than 4 and 8 on an H100 (docs/benchmarks.md).
 const redCluster = 2
 
+// redStripCluster is the "stripc" variant's blocks per cluster
+// (RED_STRIP_CLUSTER in reduce.cuh, redStripCluster in ops/reduce.go):
+// "stripc" is "strip" with each strip's rows cut between the blocks of
+// one thread block cluster (compute capability 9.0 and up, its own
+// build), which combine their partial statistics through distributed
+// shared memory.
+const redStripCluster = 2
+
 var reduceFamily = Family{
 	Name:      "reduce",
 	Prefix:    "reduce_bw",
@@ -59,5 +67,6 @@ var reduceFamily = Family{
 		{Name: "one", Template: "reduce_one"},
 		{Name: "strip", Template: "reduce_strip"},
 		{Name: "cluster", Template: "reduce_cluster", MinMajor: 9, Cluster: redCluster},
+		{Name: "stripc", Template: "reduce_stripc", MinMajor: 9, Cluster: redStripCluster},
 	},
 }

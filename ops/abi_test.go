@@ -93,6 +93,10 @@ func TestModuleFor(t *testing.T) {
 		{"cluster", dtype.F64, 9, false, "reduce_sm90"},
 		{"cluster", dtype.F32, 8, false, ""},
 		{"cluster", dtype.BF16, 9, true, ""},
+		{"stripc", dtype.BF16, 9, false, "reduce_sm90"},
+		{"stripc", dtype.F64, 9, false, "reduce_sm90"},
+		{"stripc", dtype.F32, 8, false, ""},
+		{"strip", dtype.F32, 9, false, "reduce"},
 	}
 	for _, c := range cases {
 		name, ok := lookupKernel("reduce", "var", c.dt, c.variant)

@@ -148,10 +148,12 @@ type ReduceBackward struct {
 	flatK    *kernelRef  // dense operands: ops without statistics, and the provisional ones (nil otherwise)
 	flat     reduceFlat  // its layout; flat.packs == 0 where the shape or the op's policy does not allow it
 	flatFx   bool        // the flat kernel is followed by red_flat_fix (provisional ops)
-	stripK   *kernelRef  // ops with statistics on dense operands, whole slices per block (nil unless stripOn)
-	strip    reduceStrip // its cut; strip.vr == 0 where the shape does not allow it
-	stripOn  bool        // Run may take it (ReduceStripEnv)
+	stripK   *kernelRef  // ops with statistics on dense operands, whole slices per block (nil where off)
+	strip    reduceStrip // its cut
+	stripOn  bool        // Run may take either strip kernel (stripOp, ReduceStripEnv)
 	stripAny bool        // ... wherever the shape and operands allow it
+	stripcK  *kernelRef  // the strip kernel as thread block clusters (compute capability 9.0; nil where off)
+	stripc   reduceStrip // its cut (rows per block in chunk)
 }
 
 // reduceLayout mirrors ReduceLayout in gen/reduce.cuh; it travels by value
@@ -279,25 +281,56 @@ const ReduceOneEnv = "BARACUDA_REDUCE_ONE"
 // slices, which it holds in shared memory (redStripHead bytes of
 // statistics and contexts, then vr 16-byte packs of each of the k rows): x
 // is read once, and no block waits for another, where var/std's two passes
-// read x twice, the one kernel's tiles wait for the rest of their slice
-// block, and the flat path of max, min and prod needs atomics and a second
-// launch. A strip takes 64 bytes of each row where that fits (vr 4), else
+// read x twice and the one kernel's tiles wait for the rest of their slice
+// block. A strip takes 64 bytes of each row where that fits (vr 4), else
 // 32 (vr 2); an x whose inner extent is no multiple of the strip's slices,
 // or whose strip would be larger than redStripSmem, keeps the other paths,
 // as do strided or unaligned operands and a device whose blocks cannot
-// have the strip's shared memory. Not yet timed on a GPU: Run takes it
-// only under ReduceStripEnv.
+// have the strip's shared memory.
+//
+// On compute capability 9.0 and up Run takes its clustered form
+// (reduce_stripc, its own build): each strip's rows cut between the
+// redStripCluster blocks of a thread block cluster, which combine their
+// partial statistics through distributed shared memory, so that a strip
+// of 64-byte rows fits where a whole one would not (4096x4096 along axis
+// 0: 2048 rows of 64 bytes, 132 KiB with the head, per block).
+//
+// Measured on an H100 (4096x4096 along axis 0, % of copy bandwidth, two
+// rounds; docs/benchmarks.md, the nineteenth session): var and std f32
+// 62 -> 68 and 66, bf16 47 -> 62 and 60 with the clustered form; the
+// one-block form (32-byte rows) gave bf16 55 and f32 61. Blocks of 32-byte
+// rows sharing an SM (two or four to a cluster) were slower (bf16 var 54,
+// std 44-52), as were four blocks of 64-byte rows (58 and 52). Max and min
+// reach 68 (f32) and 59 (bf16) that way, below their flat path (81, 65),
+// and prod stays near 56 and 51 (flat: 82, 62). So by default Run takes
+// it for var and std only (stripOp): the clustered form wherever the
+// device has it, the one-block form elsewhere for the 16-bit dtypes only
+// (f32's was no faster than the two passes), where the col slices would
+// be split and the blocks are at least as many as the GPU's SMs.
 const (
 	redStripHead = 4096      // RED_STRIP_HEAD in reduce.cuh
 	redStripSmem = 227 << 10 // a block's most shared memory on an H100
 )
 
-// ReduceStripEnv, read when a plan is made, lets Run take the strip kernel:
-// "auto" where the col slices would be split and the strips are at least
-// as many as the GPU's SMs, "always" wherever the shape and operands allow
-// it (so that tests reach it with small tensors); unset or "never", not at
-// all. It is a kernel developer's knob; users leave it unset.
+// redStripCluster is the clustered strip kernel's blocks per cluster
+// (RED_STRIP_CLUSTER in reduce.cuh).
+const redStripCluster = 2
+
+// stripOp reports whether Run takes the strip kernel by default for op
+// (see above).
+func stripOp(op ReduceOp) bool { return op == ReduceVar || op == ReduceStd }
+
+// ReduceStripEnv, read when a plan is made, overrides the choice above:
+// "never" keeps plans off the strip kernel, "auto" takes it for every op
+// with statistics under the default's conditions, "always" wherever the
+// shape and operands allow it (so that tests reach it with small
+// tensors). It is a kernel developer's knob; users leave it unset.
 const ReduceStripEnv = "BARACUDA_REDUCE_STRIP"
+
+// ReduceStripClusterEnv, read when a plan is made: "never" keeps the strip
+// kernel in its one-block form on every device (for f32 and f64 too). It
+// is a kernel developer's knob; users leave it unset.
+const ReduceStripClusterEnv = "BARACUDA_REDUCE_STRIPC"
 
 // reduceStrip is the strip kernel's cut of x seen as [O, k, I]: vr packs
 // of each row per strip (0: the shape does not allow the kernel), w = vr*N
@@ -308,26 +341,30 @@ type reduceStrip struct {
 	w      int64
 	strips int64
 	inner  int64
+	chunk  int64 // rows per block: k, or ceil(k/redStripCluster) for the clustered kernel
 	magic  uint64
 	smem   int64 // dynamic shared memory per block, bytes
 }
 
 // stripGeometry is the strip kernel's cut for x of shape reduced along
-// axis with elements of size bytes (see reduceStrip).
-func stripGeometry(shape []int, axis int, size int) reduceStrip {
+// axis with elements of size bytes (see reduceStrip), with each strip's
+// rows cut between c blocks (1, or redStripCluster for the clustered
+// kernel).
+func stripGeometry(shape []int, axis int, size int, c int64) reduceStrip {
 	k, inner := int64(shape[axis]), numel(shape[axis+1:])
 	n := int64(16 / size)
+	chunk := ceilDiv(k, c)
 	for _, vr := range [2]int64{4, 2} {
 		w := vr * n
-		smem := redStripHead + k*vr*16
+		smem := redStripHead + chunk*vr*16
 		if inner%w != 0 || smem > redStripSmem {
 			continue
 		}
 		strips := numel(shape[:axis]) * (inner / w)
-		if strips > maxGridX {
+		if strips*c > maxGridX {
 			continue
 		}
-		g := reduceStrip{vr: int32(vr), w: w, strips: strips, inner: inner, smem: smem}
+		g := reduceStrip{vr: int32(vr), w: w, strips: strips, inner: inner, chunk: chunk, smem: smem}
 		g.magic, g.shift = divMagic(inner / w)
 		return g
 	}
@@ -516,24 +553,41 @@ func (p *ReduceBackward) dense(a *ReduceArgs) bool {
 // planStrip sets up the strip kernel where ReduceStripEnv allows it and
 // the shape can be cut into strips.
 func (p *ReduceBackward) planStrip() error {
+	dt := p.desc.DType
+	one := dt.Size() == 2 // the one-block form where the clustered one is missing
 	switch os.Getenv(ReduceStripEnv) {
+	case "never":
+		return nil
 	case "always":
-		p.stripOn, p.stripAny = true, true
+		p.stripAny, one = true, true
 	case "auto":
-		p.stripOn = true
+		one = true
 	default:
-		return nil
+		if !stripOp(p.desc.Op) {
+			return nil
+		}
 	}
-	p.strip = stripGeometry(p.shape, p.axis, p.desc.DType.Size())
-	if p.stripOn = p.strip.vr > 0; !p.stripOn {
-		return nil
+	clustered := os.Getenv(ReduceStripClusterEnv) != "never"
+	if !clustered {
+		one = true
 	}
-	name, ok := lookupKernel("reduce", p.desc.Op.String(), p.desc.DType, "strip")
-	if !ok {
-		return p.id.errorf(ErrUnsupported, "no strip kernel for %s %s", p.desc.Op, p.desc.DType)
+	if g := stripGeometry(p.shape, p.axis, dt.Size(), 1); one && g.vr > 0 {
+		name, ok := lookupKernel("reduce", p.desc.Op.String(), dt, "strip")
+		if !ok {
+			return p.id.errorf(ErrUnsupported, "no strip kernel for %s %s", p.desc.Op, dt)
+		}
+		p.strip, p.stripK = g, newKernelRef("reduce", name)
+		p.stripK.smem, p.stripK.smemCap = int(g.smem), redStripSmem
 	}
-	p.stripK = newKernelRef("reduce", name)
-	p.stripK.smem, p.stripK.smemCap = int(p.strip.smem), redStripSmem
+	if g := stripGeometry(p.shape, p.axis, dt.Size(), redStripCluster); clustered && g.vr > 0 {
+		name, ok := lookupKernel("reduce", p.desc.Op.String(), dt, "stripc")
+		if !ok {
+			return p.id.errorf(ErrUnsupported, "no stripc kernel for %s %s", p.desc.Op, dt)
+		}
+		p.stripc, p.stripcK = g, newKernelRef("reduce", name)
+		p.stripcK.smem, p.stripcK.smemCap = int(g.smem), redStripSmem
+	}
+	p.stripOn = p.stripK != nil || p.stripcK != nil
 	return nil
 }
 
@@ -722,16 +776,20 @@ func (p *ReduceBackward) denseGeom() (geo reduceGeom, row bool) {
 // larger than the GPU's L2 cache, else "stats" and "apply"). Strided
 // operands may take the other mapping. It does not depend on the GPU: on
 // compute capability 9.0 and up Run may take "cluster" in place of
-// "stats" and "apply" (see clusterOp). Under ReduceStripEnv it names
-// "strip" for an op with statistics where the plan may take it ("always":
-// wherever the shape allows it; "auto": where the col slices split), which
-// Run does where the device gives a block the strip's shared memory (and,
-// for "auto", the strips are at least as many as its SMs).
+// "stats" and "apply" (see clusterOp). Where the plan may take a strip
+// kernel (var and std, or the ops under ReduceStripEnv) and the col slices
+// split ("always": wherever the shape allows it) it names "stripc", the
+// form Run takes on compute capability 9.0 and up, or "strip" where the
+// plan has only the one-block form; Run takes them where the device has
+// the build and gives a block the strip's shared memory (and, but for
+// "always", the blocks are at least as many as its SMs).
 func (p *ReduceBackward) Kernel() KernelInfo {
 	geo, row := p.denseGeom()
 	ref := p.colK
 	switch {
-	case p.stripOn && !row && (p.stripAny || geo.nchunks > 1):
+	case p.stripcK != nil && !row && (p.stripAny || geo.nchunks > 1):
+		ref = p.stripcK
+	case p.stripK != nil && !row && (p.stripAny || geo.nchunks > 1):
 		ref = p.stripK
 	case p.flat.packs > 0:
 		ref = p.flatK
@@ -1014,8 +1072,8 @@ func (L *reduceLayout) blocks() int64 {
 // its slices into chunks, the one kernel (col, after a memset of its
 // counters) or the stats kernel then the apply kernel twice (the slices'
 // totals, then dx; max, min and prod need only the first); for an op with
-// statistics on dense operands, under ReduceStripEnv, the strip kernel in
-// place of those; nothing for an empty tensor. It never allocates device
+// statistics on dense operands, the strip kernel in place of those where
+// the plan has it (var and std by default; see stripOp); nothing for an empty tensor. It never allocates device
 // memory, copies from the host or synchronizes.
 func (p *ReduceBackward) Run(s *driver.Stream, a *ReduceArgs) error {
 	if s == nil {
@@ -1030,17 +1088,32 @@ func (p *ReduceBackward) Run(s *driver.Stream, a *ReduceArgs) error {
 	var L reduceLayout
 	ctx := s.Context()
 	if p.stripOn && p.stripDense(a) {
-		lf, err := p.stripK.resolve(ctx)
-		if err != nil {
-			return err
+		var lf *loadedFunction
+		g, c := &p.strip, int64(1)
+		if p.stripcK != nil {
+			lc, err := p.stripcK.resolve(ctx)
+			if err != nil && !errors.Is(err, errNoBuild) {
+				return err
+			}
+			if err == nil && lc.smemBlocksPerSM > 0 {
+				g, c, lf = &p.stripc, redStripCluster, lc
+			}
 		}
-		if lf.smemBlocksPerSM > 0 && (p.stripAny || p.col.nchunks > 1 && p.strip.strips >= int64(lf.sms)) {
-			g := &p.strip
-			L = reduceLayout{k: p.k, slices: p.slices, chunk: p.k, nchunks: 1, tiles: g.strips, scale: p.scale,
+		if lf == nil && p.stripK != nil {
+			l1, err := p.stripK.resolve(ctx)
+			if err != nil {
+				return err
+			}
+			if l1.smemBlocksPerSM > 0 {
+				lf = l1
+			}
+		}
+		if lf != nil && (p.stripAny || p.col.nchunks > 1 && g.strips*c >= int64(lf.sms)) {
+			L = reduceLayout{k: p.k, slices: p.slices, chunk: g.chunk, nchunks: 1, tiles: g.strips * c, scale: p.scale,
 				mapping: redCol, group: 1, cvec: g.vr}
 			L.flat.ip = g.inner
 			L.flat.magic[0], L.flat.shift[0] = g.magic, g.shift
-			return p.launchGrid(s, lf, a, &L, g.strips, g.smem)
+			return p.launchGrid(s, lf, a, &L, g.strips*c, g.smem)
 		}
 	}
 	if p.dense(a) {

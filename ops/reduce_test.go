@@ -160,7 +160,8 @@ func TestReduceDesc(t *testing.T) {
 		{ReduceMax, []int{4096, 4095}, 0, "reduce_bw_max_f32_apply"},
 		{ReduceProd, []int{3, 1 << 20}, 1, "reduce_bw_prod_f32_flat"},
 		{ReduceProd, []int{3, 1<<20 + 1}, 1, "reduce_bw_prod_f32_apply"},
-		{ReduceVar, []int{4096, 4096}, 0, "reduce_bw_var_f32_one"},
+		{ReduceVar, []int{4096, 4096}, 0, "reduce_bw_var_f32_stripc"},
+		{ReduceVar, []int{4096, 4095}, 0, "reduce_bw_var_f32_one"},
 		{ReduceVar, []int{100000, 3}, 0, "reduce_bw_var_f32_apply"},
 		{ReduceSum, []int{4096, 4096}, 0, "reduce_bw_sum_f32_flat"},
 		{ReduceSum, []int{4096, 4095}, 0, "reduce_bw_sum_f32_col"},
@@ -795,32 +796,46 @@ func TestReduceClusterPlan(t *testing.T) {
 // TestReduceStripPlan: the strip kernel's cut (64-byte strip rows where
 // they fit, else 32; none where the inner extent is no multiple of the
 // strip's slices, the axis is innermost, or the strip outgrows
-// redStripSmem), and which plans may take it (the ops with statistics
-// under ReduceStripEnv "auto" or "always"; no plan without it).
+// redStripSmem; with the rows cut between a cluster's blocks, half of
+// them per block), and which plans have which form (var and std by
+// default: the clustered form, and the one-block form for the 16-bit
+// dtypes; every op with statistics under ReduceStripEnv "auto" or
+// "always"; none under "never").
 func TestReduceStripPlan(t *testing.T) {
 	for _, c := range []struct {
 		dt          dtype.DType
 		shape       []int
 		axis        int
+		c           int64 // blocks per strip
 		vr          int32
 		w, strips   int64
 		inner, smem int64
+		chunk       int64
 	}{
-		{dtype.BF16, []int{4096, 4096}, 0, 2, 16, 256, 4096, 4096 + 4096*32},
-		{dtype.F32, []int{4096, 4096}, 0, 2, 8, 512, 4096, 4096 + 4096*32},
-		{dtype.BF16, []int{2048, 1024}, 0, 4, 32, 32, 1024, 4096 + 2048*64},
-		{dtype.F64, []int{1000, 600}, 0, 4, 8, 75, 600, 4096 + 1000*64},
-		{dtype.F32, []int{2, 700, 48}, 1, 4, 16, 6, 48, 4096 + 700*64},
-		{dtype.F16, []int{3, 3000, 16}, 1, 2, 16, 3, 16, 4096 + 3000*32},
-		{dtype.BF16, []int{1000, 600}, 0, 0, 0, 0, 0, 0}, // 600 is no multiple of 16
-		{dtype.F32, []int{4096, 4096}, 1, 0, 0, 0, 0, 0}, // innermost axis
-		{dtype.BF16, []int{8000, 64}, 0, 0, 0, 0, 0, 0},  // 8000 rows of 32 bytes outgrow the limit
-		{dtype.F32, []int{7000, 64}, 0, 2, 8, 8, 64, 4096 + 7000*32},
+		{dtype.BF16, []int{4096, 4096}, 0, 1, 2, 16, 256, 4096, 4096 + 4096*32, 4096},
+		{dtype.F32, []int{4096, 4096}, 0, 1, 2, 8, 512, 4096, 4096 + 4096*32, 4096},
+		{dtype.BF16, []int{2048, 1024}, 0, 1, 4, 32, 32, 1024, 4096 + 2048*64, 2048},
+		{dtype.F64, []int{1000, 600}, 0, 1, 4, 8, 75, 600, 4096 + 1000*64, 1000},
+		{dtype.F32, []int{2, 700, 48}, 1, 1, 4, 16, 6, 48, 4096 + 700*64, 700},
+		{dtype.F16, []int{3, 3000, 16}, 1, 1, 2, 16, 3, 16, 4096 + 3000*32, 3000},
+		{dtype.BF16, []int{1000, 600}, 0, 1, 0, 0, 0, 0, 0, 0}, // 600 is no multiple of 16
+		{dtype.F32, []int{4096, 4096}, 1, 1, 0, 0, 0, 0, 0, 0}, // innermost axis
+		{dtype.BF16, []int{8000, 64}, 0, 1, 0, 0, 0, 0, 0, 0},  // 8000 rows of 32 bytes outgrow the limit
+		{dtype.F32, []int{7000, 64}, 0, 1, 2, 8, 8, 64, 4096 + 7000*32, 7000},
+		// Cut between the two blocks of a cluster: 64-byte rows where
+		// half the rows fit.
+		{dtype.BF16, []int{4096, 4096}, 0, 2, 4, 32, 128, 4096, 4096 + 2048*64, 2048},
+		{dtype.F32, []int{4096, 4096}, 0, 2, 4, 16, 256, 4096, 4096 + 2048*64, 2048},
+		{dtype.BF16, []int{2048, 1024}, 0, 2, 4, 32, 32, 1024, 4096 + 1024*64, 1024},
+		{dtype.F64, []int{1001, 600}, 0, 2, 4, 8, 75, 600, 4096 + 501*64, 501},
+		{dtype.BF16, []int{8000, 64}, 0, 2, 2, 16, 4, 64, 4096 + 4000*32, 4000},
+		{dtype.BF16, []int{16000, 64}, 0, 2, 0, 0, 0, 0, 0, 0}, // 8000 rows of 32 bytes outgrow the limit
+		{dtype.BF16, []int{1, 64}, 0, 2, 4, 32, 2, 64, 4096 + 64, 1},
 	} {
-		g := stripGeometry(c.shape, c.axis, c.dt.Size())
-		if g.vr != c.vr || g.w != c.w || g.strips != c.strips || g.inner != c.inner || g.smem != c.smem {
-			t.Errorf("%s %v axis %d: strip %+v, want vr %d w %d strips %d inner %d smem %d", c.dt, c.shape, c.axis, g,
-				c.vr, c.w, c.strips, c.inner, c.smem)
+		g := stripGeometry(c.shape, c.axis, c.dt.Size(), c.c)
+		if g.vr != c.vr || g.w != c.w || g.strips != c.strips || g.inner != c.inner || g.smem != c.smem || g.chunk != c.chunk {
+			t.Errorf("%s %v axis %d c %d: strip %+v, want vr %d w %d strips %d inner %d smem %d chunk %d", c.dt, c.shape,
+				c.axis, c.c, g, c.vr, c.w, c.strips, c.inner, c.smem, c.chunk)
 		}
 		if g.vr > 0 {
 			for b := int64(0); b < g.strips; b++ {
@@ -840,44 +855,66 @@ func TestReduceStripPlan(t *testing.T) {
 	}
 	for _, c := range []struct {
 		op       ReduceOp
+		dt       dtype.DType
 		env      string
-		on, any_ bool
+		one, clu bool // the plan has the one-block form, the clustered one
+		any_     bool
 	}{
-		{ReduceVar, "", false, false}, {ReduceStd, "never", false, false}, {ReduceVar, "auto", true, false},
-		{ReduceStd, "always", true, true}, {ReduceMax, "always", true, true}, {ReduceProd, "auto", true, false},
-		{ReduceSum, "always", false, false}, {ReduceNorm2, "auto", false, false},
+		{ReduceVar, dtype.BF16, "", true, true, false}, {ReduceStd, dtype.F32, "", false, true, false},
+		{ReduceMax, dtype.BF16, "", false, false, false}, {ReduceStd, dtype.BF16, "never", false, false, false},
+		{ReduceVar, dtype.F32, "auto", true, true, false}, {ReduceStd, dtype.BF16, "always", true, true, true},
+		{ReduceMax, dtype.F32, "always", true, true, true}, {ReduceProd, dtype.BF16, "auto", true, true, false},
+		{ReduceSum, dtype.BF16, "always", false, false, false}, {ReduceNorm2, dtype.F32, "auto", false, false, false},
 	} {
 		t.Setenv(ReduceStripEnv, c.env)
-		p, err := NewReduceBackward(ReduceDesc{Op: c.op, DType: dtype.BF16, Shape: []int{4096, 4096}, Correction: 1})
+		p, err := NewReduceBackward(ReduceDesc{Op: c.op, DType: c.dt, Shape: []int{4096, 4096}, Correction: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if p.stripOn != c.on || p.stripAny != c.any_ || (p.stripK != nil) != c.on {
-			t.Errorf("%s %s=%q: strip on %v any %v kernel %v, want %v %v", c.op, ReduceStripEnv, c.env, p.stripOn,
-				p.stripAny, p.stripK != nil, c.on, c.any_)
+		if p.stripOn != (c.one || c.clu) || p.stripAny != c.any_ || (p.stripK != nil) != c.one || (p.stripcK != nil) != c.clu {
+			t.Errorf("%s %s %s=%q: strip on %v any %v one-block %v clustered %v, want %v %v", c.op, c.dt, ReduceStripEnv, c.env,
+				p.stripOn, p.stripAny, p.stripK != nil, p.stripcK != nil, c.one, c.clu)
+			continue
 		}
-		if c.on && (p.stripK.smem != int(p.strip.smem) || p.stripK.smemCap != redStripSmem || p.stripK.name != "reduce_bw_"+c.op.String()+"_bf16_strip") {
-			t.Errorf("%s: strip kernel %q smem %d cap %d", c.op, p.stripK.name, p.stripK.smem, p.stripK.smemCap)
+		name := "reduce_bw_" + c.op.String() + "_" + c.dt.Suffix() + "_strip"
+		if c.one && (p.stripK.smem != int(p.strip.smem) || p.stripK.smemCap != redStripSmem || p.stripK.name != name || p.strip.chunk != 4096) {
+			t.Errorf("%s: strip kernel %q smem %d cap %d chunk %d", c.op, p.stripK.name, p.stripK.smem, p.stripK.smemCap, p.strip.chunk)
+		}
+		if c.clu && (p.stripcK.smem != int(p.stripc.smem) || p.stripcK.smemCap != redStripSmem || p.stripcK.name != name+"c" || p.stripc.chunk != 2048) {
+			t.Errorf("%s: clustered strip kernel %q smem %d chunk %d", c.op, p.stripcK.name, p.stripcK.smem, p.stripc.chunk)
 		}
 	}
-	// Kernel under "auto": the strip where the col slices split.
-	t.Setenv(ReduceStripEnv, "auto")
+	// ReduceStripClusterEnv "never": the one-block form only, f32 too.
+	t.Setenv(ReduceStripEnv, "")
+	t.Setenv(ReduceStripClusterEnv, "never")
+	if p, err := NewReduceBackward(ReduceDesc{Op: ReduceVar, DType: dtype.F32, Shape: []int{4096, 4096}}); err != nil {
+		t.Fatal(err)
+	} else if p.stripK == nil || p.stripcK != nil || p.Kernel().Name != "reduce_bw_var_f32_strip" {
+		t.Errorf("%s=never: strip kernel %v, clustered %v, Kernel %s; want the first only", ReduceStripClusterEnv,
+			p.stripK != nil, p.stripcK != nil, p.Kernel().Name)
+	}
+	t.Setenv(ReduceStripClusterEnv, "")
+	// Kernel by default and under "auto": the clustered strip where the
+	// col slices split.
 	for _, c := range []struct {
+		env   string
 		op    ReduceOp
 		shape []int
 		axis  int
 		want  string
 	}{
-		{ReduceVar, []int{4096, 4096}, 0, "reduce_bw_var_bf16_strip"}, {ReduceVar, []int{4096, 4096}, 1, "reduce_bw_var_bf16_row"},
-		{ReduceVar, []int{64, 32}, 0, "reduce_bw_var_bf16_col"}, {ReduceMax, []int{4096, 4096}, 0, "reduce_bw_max_bf16_strip"},
-		{ReduceProd, []int{1000, 600}, 0, "reduce_bw_prod_bf16_flat"}, {ReduceMin, []int{64, 32}, 0, "reduce_bw_min_bf16_col"},
+		{"", ReduceVar, []int{4096, 4096}, 0, "reduce_bw_var_bf16_stripc"}, {"", ReduceVar, []int{4096, 4096}, 1, "reduce_bw_var_bf16_row"},
+		{"", ReduceStd, []int{64, 32}, 0, "reduce_bw_std_bf16_col"}, {"", ReduceMax, []int{4096, 4096}, 0, "reduce_bw_max_bf16_flat"},
+		{"auto", ReduceMax, []int{4096, 4096}, 0, "reduce_bw_max_bf16_stripc"}, {"auto", ReduceProd, []int{1000, 600}, 0, "reduce_bw_prod_bf16_flat"},
+		{"auto", ReduceMin, []int{64, 32}, 0, "reduce_bw_min_bf16_col"},
 	} {
+		t.Setenv(ReduceStripEnv, c.env)
 		p, err := NewReduceBackward(ReduceDesc{Op: c.op, DType: dtype.BF16, Shape: c.shape, Axis: c.axis, Correction: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got := p.Kernel().Name; got != c.want {
-			t.Errorf("%v axis %d under auto: kernel %s, want %s", c.shape, c.axis, got, c.want)
+			t.Errorf("%s %v axis %d under %q: kernel %s, want %s", c.op, c.shape, c.axis, c.env, got, c.want)
 		}
 	}
 	// A shape the strip cannot cut: no strip, whatever the knob.
@@ -886,7 +923,7 @@ func TestReduceStripPlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.stripOn || p.stripK != nil {
+	if p.stripOn || p.stripK != nil || p.stripcK != nil {
 		t.Errorf("bf16 [1000 600]: strip on %v, want off", p.stripOn)
 	}
 }

@@ -23,11 +23,12 @@ func TestReduceBackwardGPU(t *testing.T) {
 
 // TestReduceOneGPU runs the suite for Var and Std with the one-pass col
 // split forced (Run takes it by itself only for x larger than L2, and
-// never where the cluster kernel runs, which is kept off here), so that
-// its split cases reach the "one" kernel.
+// never where the cluster or strip kernels run, which are kept off here),
+// so that its split cases reach the "one" kernel.
 func TestReduceOneGPU(t *testing.T) {
 	t.Setenv(ops.ReduceOneEnv, "always")
 	t.Setenv(ops.ReduceClusterEnv, "never")
+	t.Setenv(ops.ReduceStripEnv, "never")
 	env := testEnv(t)
 	cases := ReduceCases(quick())
 	for _, op := range []ops.ReduceOp{ops.ReduceVar, ops.ReduceStd} {
@@ -42,19 +43,29 @@ func TestReduceOneGPU(t *testing.T) {
 // TestReduceStripGPU runs the suite for the ops with statistics, with the
 // strip cases, where Run may take the strip kernel wherever the shape and
 // the operands allow it (ReduceStripEnv=always; Run takes it by itself
-// only under "auto", for split col slices over every SM), so that every
+// for var and std only, for split col slices over every SM), so that every
 // contiguous case whose inner extent is a multiple of a strip's slices
-// reaches it: ties, zeros and NaN slices included.
+// reaches it: ties, zeros and NaN slices included. It runs twice: with
+// the clustered form where the device has it (compute capability 9.0;
+// else the one-block form again), and with the one-block form only
+// (ReduceStripClusterEnv=never).
 func TestReduceStripGPU(t *testing.T) {
 	t.Setenv(ops.ReduceStripEnv, "always")
 	env := testEnv(t)
 	cases := append(ReduceCases(quick()), ReduceStripCases(quick())...)
-	for _, op := range []ops.ReduceOp{ops.ReduceMax, ops.ReduceMin, ops.ReduceProd, ops.ReduceVar, ops.ReduceStd} {
-		for _, dt := range dtype.All {
-			t.Run("reduce_bw_"+op.String()+"_"+dt.Suffix(), func(t *testing.T) {
-				report(t, env.CheckReduce(op, dt, cases, 46))
-			})
-		}
+	for _, form := range []string{"cluster", "block"} {
+		t.Run(form, func(t *testing.T) {
+			if form == "block" {
+				t.Setenv(ops.ReduceStripClusterEnv, "never")
+			}
+			for _, op := range []ops.ReduceOp{ops.ReduceMax, ops.ReduceMin, ops.ReduceProd, ops.ReduceVar, ops.ReduceStd} {
+				for _, dt := range dtype.All {
+					t.Run("reduce_bw_"+op.String()+"_"+dt.Suffix(), func(t *testing.T) {
+						report(t, env.CheckReduce(op, dt, cases, 46))
+					})
+				}
+			}
+		})
 	}
 }
 
@@ -62,11 +73,13 @@ func TestReduceStripGPU(t *testing.T) {
 // cluster kernel forced wherever their col slices split (Run takes it by
 // itself only for some ops, and only for grids of at least a quarter of the GPU's resident blocks), so
 // that the suite's split col cases reach it (the flat path, which dense
-// operands would take first, is kept off). Without a compute capability
-// 9.0 GPU the plans fall back to the two passes, as Run does.
+// operands would take first, and the strip kernels, which var and std
+// would, are kept off). Without a compute capability 9.0 GPU the plans
+// fall back to the two passes, as Run does.
 func TestReduceClusterGPU(t *testing.T) {
 	t.Setenv(ops.ReduceClusterEnv, "always")
 	t.Setenv(ops.ReduceFlatEnv, "never")
+	t.Setenv(ops.ReduceStripEnv, "never")
 	env := testEnv(t)
 	cases := ReduceCases(quick())
 	for _, op := range []ops.ReduceOp{ops.ReduceMax, ops.ReduceMin, ops.ReduceProd, ops.ReduceVar, ops.ReduceStd} {
