@@ -550,8 +550,10 @@ func (p *ReduceBackward) dense(a *ReduceArgs) bool {
 	return true
 }
 
-// planStrip sets up the strip kernel where ReduceStripEnv allows it and
-// the shape can be cut into strips.
+// planStrip sets up the strip kernels the plan may take (see stripOp and
+// ReduceStripEnv) where the shape can be cut into strips: the clustered
+// form, and the one-block form for the 16-bit dtypes (for every dtype
+// under "auto", "always" or ReduceStripClusterEnv=never).
 func (p *ReduceBackward) planStrip() error {
 	dt := p.desc.DType
 	one := dt.Size() == 2 // the one-block form where the clustered one is missing
@@ -571,24 +573,33 @@ func (p *ReduceBackward) planStrip() error {
 	if !clustered {
 		one = true
 	}
+	var err error
 	if g := stripGeometry(p.shape, p.axis, dt.Size(), 1); one && g.vr > 0 {
-		name, ok := lookupKernel("reduce", p.desc.Op.String(), dt, "strip")
-		if !ok {
-			return p.id.errorf(ErrUnsupported, "no strip kernel for %s %s", p.desc.Op, dt)
+		if p.stripK, err = p.stripRef("strip", g); err != nil {
+			return err
 		}
-		p.strip, p.stripK = g, newKernelRef("reduce", name)
-		p.stripK.smem, p.stripK.smemCap = int(g.smem), redStripSmem
+		p.strip = g
 	}
 	if g := stripGeometry(p.shape, p.axis, dt.Size(), redStripCluster); clustered && g.vr > 0 {
-		name, ok := lookupKernel("reduce", p.desc.Op.String(), dt, "stripc")
-		if !ok {
-			return p.id.errorf(ErrUnsupported, "no stripc kernel for %s %s", p.desc.Op, dt)
+		if p.stripcK, err = p.stripRef("stripc", g); err != nil {
+			return err
 		}
-		p.stripc, p.stripcK = g, newKernelRef("reduce", name)
-		p.stripcK.smem, p.stripcK.smemCap = int(g.smem), redStripSmem
+		p.stripc = g
 	}
 	p.stripOn = p.stripK != nil || p.stripcK != nil
 	return nil
+}
+
+// stripRef is the kernel of variant ("strip" or "stripc") for the plan's
+// op and dtype, launched with g's shared memory.
+func (p *ReduceBackward) stripRef(variant string, g reduceStrip) (*kernelRef, error) {
+	name, ok := lookupKernel("reduce", p.desc.Op.String(), p.desc.DType, variant)
+	if !ok {
+		return nil, p.id.errorf(ErrUnsupported, "no %s kernel for %s %s", variant, p.desc.Op, p.desc.DType)
+	}
+	k := newKernelRef("reduce", name)
+	k.smem, k.smemCap = int(g.smem), redStripSmem
+	return k, nil
 }
 
 // stripDense reports whether the operands allow the strip kernel: every
@@ -1073,8 +1084,9 @@ func (L *reduceLayout) blocks() int64 {
 // counters) or the stats kernel then the apply kernel twice (the slices'
 // totals, then dx; max, min and prod need only the first); for an op with
 // statistics on dense operands, the strip kernel in place of those where
-// the plan has it (var and std by default; see stripOp); nothing for an empty tensor. It never allocates device
-// memory, copies from the host or synchronizes.
+// the plan has it (var and std by default; see stripOp); nothing for an
+// empty tensor. It never allocates device memory, copies from the host or
+// synchronizes.
 func (p *ReduceBackward) Run(s *driver.Stream, a *ReduceArgs) error {
 	if s == nil {
 		return p.id.errorf(ErrNilStream, "Run needs a stream")
