@@ -191,7 +191,7 @@ struct CumsumBw : NoFwd {
 	template <typename M> __device__ static M mul(M, M v) { return v; }
 	template <typename M> __device__ static M scale(M, M s) { return s; }
 	template <typename M> __device__ static M grad(M g) { return g; }
-	template <typename M> __device__ static void prep(M, M, M, bool, bool, M, M& a, M& c) {
+	template <bool Narrow_, typename M> __device__ static void prep(M, M, M, bool, bool, M, M& a, M& c) {
 		a = M(1);
 		c = M(1);
 	}
@@ -219,7 +219,7 @@ struct CumprodBw : StrongZero {
 	template <typename M> __device__ static M fwd_combine(M a, M b) { return a > b ? a : b; }
 	template <typename M, int N> __device__ static M fold(const M (&x)[N]) { return fold_values<CumprodBw>(x); }
 	template <typename M> __device__ static M grad(M g) { return g; }
-	template <typename M> __device__ static void prep(M x, M, M yp, bool first, bool single, M f, M& a, M& c) {
+	template <bool Narrow_, typename M> __device__ static void prep(M x, M, M yp, bool first, bool single, M f, M& a, M& c) {
 		a = x;
 		c = first ? M(1) : yp;
 		const bool nan = !single & (c != M(0)) & !scan_finite(x);
@@ -285,7 +285,7 @@ template <int E> struct CumExtBw : ExtremumFwd<E> {
 	// is false for a NaN f, so a running NaN is never replaced by a number.
 	// ScanRun keeps the bits (MaskTake) rather than calling prep.
 	template <typename M> __device__ static bool take(M f, M x) { return ExtremumFwd<E>::takes(f, x); }
-	template <typename M> __device__ static void prep(M x, M, M, bool, bool, M f, M& a, M& c) {
+	template <bool Narrow_, typename M> __device__ static void prep(M x, M, M, bool, bool, M f, M& a, M& c) {
 		a = take(f, x) ? M(0) : M(1);
 		c = M(1) - a;
 	}
@@ -300,9 +300,35 @@ template <typename Op> struct MaskTake {
 template <int E> struct MaskTake<CumExtBw<E> > {
 	template <typename M> __device__ static bool take(M f, M x) { return CumExtBw<E>::take(f, x); }
 };
+// Direct<Op>::on: a run of plain numbers has factors the op reads off its
+// operands, a = x and c = y before (cumprod), and needs no forward state
+// (ScanRun::direct_ok).
+template <typename Op> struct Direct {
+	static constexpr bool on = false;
+};
+template <> struct Direct<CumprodBw> {
+	static constexpr bool on = true;
+};
+
 template <typename T, int E> struct ScanItems<T, CumExtBw<E> > {
 	static constexpr int row = sizeof(T) == 2 ? 32 : 16, col = sizeof(T) == 8 ? 16 : 32;
 };
+
+// scan_exp is exp, or for a 16-bit dtype (Narrow) the hardware's 2^x of
+// x * log2(e): relative error near 2^-21 for the arguments that matter
+// (|x| < 104; beyond, the result is 0 or inf either way), far below the
+// 2^-9 (bf16) or 2^-12 (f16) of the rounding to the dtype, in about a third
+// of expf's instructions. The non-ftz form keeps subnormal results.
+template <bool Fast, typename M> __device__ __forceinline__ M scan_exp(M v) { return bc_exp(v); }
+template <> __device__ __forceinline__ float scan_exp<true, float>(float v) {
+#ifdef SCAN_PRECISE_EXP
+	return bc_exp(v);
+#else
+	float r;
+	asm("ex2.approx.f32 %0, %1;" : "=f"(r) : "f"(v * 1.44269504088896341f));
+	return r;
+#endif
+}
 
 // logcumsumexp: dx_k = exp(x_k - y_k) * T_k with T_k = g_k + exp(y_k -
 // y_{k+1}) T_{k+1}, PyTorch's exp(x_k) sum_{j>=k} g_j exp(-y_j) without
@@ -312,9 +338,9 @@ template <typename T, int E> struct ScanItems<T, CumExtBw<E> > {
 struct LogcumsumexpBw : NoFwd, StrongZero {
 	static constexpr bool needs_x = true, needs_y = true, strong = true;
 	template <typename M> __device__ static M grad(M g) { return bc_isnan(g) ? M(0) : g; }
-	template <typename M> __device__ static void prep(M x, M y, M yp, bool first, bool, M, M& a, M& c) {
-		a = first ? M(0) : bc_exp(yp - y);
-		c = bc_exp(x - y);
+	template <bool Narrow_, typename M> __device__ static void prep(M x, M y, M yp, bool first, bool, M, M& a, M& c) {
+		a = first ? M(0) : scan_exp<Narrow_>(yp - y);
+		c = scan_exp<Narrow_>(x - y);
 	}
 };
 
@@ -387,6 +413,68 @@ __device__ __forceinline__ void store_steps(T* __restrict__ q, i64 step, int cnt
 			if (rev ? i >= N - cnt : i < cnt) *q = from_op<T>(v[i]);
 	}
 }
+
+// fetch_steps reads the valid elements of N from q on, the pointer
+// stepping by step (rev: i >= N - cnt valid, else i < cnt), into r as
+// stored, and zero bits at the others; cvt_fill converts them to opmath,
+// fill at the others. The two halves of load_steps, apart so that a run's
+// loads of every operand issue before any value is used: a conversion
+// right after one operand's loads holds the next operand's loads back
+// until the first ones return (one memory round trip per operand).
+template <typename T> __device__ __forceinline__ T scan_bits0() {
+	T v;
+	memset(&v, 0, sizeof(T));
+	return v;
+}
+
+template <typename T, int N>
+__device__ __forceinline__ void fetch_steps(const T* __restrict__ q, i64 step, int cnt, bool rev, T (&r)[N]) {
+	if (cnt == N) {
+#pragma unroll
+		for (int i = 0; i < N; ++i, q += step) r[i] = scan_ld(q);
+	} else {
+#pragma unroll
+		for (int i = 0; i < N; ++i, q += step) r[i] = (rev ? i >= N - cnt : i < cnt) ? scan_ld(q) : scan_bits0<T>();
+	}
+}
+
+template <typename T, int N>
+__device__ __forceinline__ void cvt_fill(const T (&r)[N], int cnt, bool rev, typename OpMath<T>::type (&v)[N],
+		typename OpMath<T>::type fill) {
+	if (cnt == N) {
+#pragma unroll
+		for (int i = 0; i < N; ++i) v[i] = to_op(r[i]);
+	} else {
+#pragma unroll
+		for (int i = 0; i < N; ++i) v[i] = (rev ? i >= N - cnt : i < cnt) ? to_op(r[i]) : fill;
+	}
+}
+
+// WordCvt<T>::op converts element i of a run held as 32-bit words (a
+// 16-byte pack load's registers) to opmath: a bf16 is the high half of a
+// float (one shift or mask), an f16 one half-to-float conversion.
+template <typename T> struct WordCvt;
+template <> struct WordCvt<__nv_bfloat16> {
+	template <int NW> static __device__ __forceinline__ float op(const unsigned (&w)[NW], int i) {
+		return __uint_as_float((i & 1) ? w[i >> 1] & 0xffff0000u : w[i >> 1] << 16);
+	}
+};
+template <> struct WordCvt<__half> {
+	template <int NW> static __device__ __forceinline__ float op(const unsigned (&w)[NW], int i) {
+		const unsigned short h = (unsigned short)((i & 1) ? w[i >> 1] >> 16 : w[i >> 1]);
+		return __half2float(__ushort_as_half(h));
+	}
+};
+template <> struct WordCvt<float> {
+	template <int NW> static __device__ __forceinline__ float op(const unsigned (&w)[NW], int i) {
+		return __uint_as_float(w[i]);
+	}
+};
+template <> struct WordCvt<double> {
+	template <int NW> static __device__ __forceinline__ double op(const unsigned (&w)[NW], int i) {
+		return __hiloint2double((int)w[2 * i + 1], (int)w[2 * i]);
+	}
+};
 
 // load_run reads cnt <= N elements k0, k0+1, ... of one slice of p (element
 // 0 at base, axis stride st) into v in memory order, fill past cnt; with
@@ -556,22 +644,115 @@ struct ScanRun {
 		get(x, off[1], L.astride[1], vec, xv, Op::template x_fill<M>());
 	}
 
-	// load reads dy, and x and y where the op needs them.
+	// fetch and conv are get in two halves (see fetch_steps): fetch loads
+	// one operand's run as stored, element by element (the col mapping in
+	// scan order, the row mapping in memory order), and conv converts it
+	// into scan order, fill past the run.
+	__device__ __forceinline__ void fetch(const T* __restrict__ p, i64 base, i64 st, T (&r)[N]) {
+		const T* q = p + base + k0 * st;
+		if (Col) {
+			fetch_steps<T, N>(q + (rev ? (N - 1) * st : 0), rev ? -st : st, cnt, rev, r);
+		} else {
+			fetch_steps<T, N>(q, st, cnt, false, r);
+		}
+	}
+
+	__device__ __forceinline__ void conv(const T (&r)[N], M (&v)[N], M fill) {
+		cvt_fill<T, N>(r, cnt, Col && rev, v, fill);
+		if (!Col) flip(v, rev);
+	}
+
+	// fetch_packs loads one operand's full run in 16-byte packs (row
+	// mapping, unit stride, aligned) as 32-bit words, and conv_packs
+	// converts them into scan order: the words keep a 16-bit pair in one
+	// register and need no instruction between a load and its use.
+	static constexpr int NW = N * (int)sizeof(T) / 4;
+	__device__ __forceinline__ void fetch_packs(const T* __restrict__ q, unsigned (&w)[NW]) {
+#pragma unroll
+		for (int i = 0; i < NW / 4; ++i) {
+			const uint4 r = __ldg(reinterpret_cast<const uint4*>(q) + i);
+			w[4 * i] = r.x;
+			w[4 * i + 1] = r.y;
+			w[4 * i + 2] = r.z;
+			w[4 * i + 3] = r.w;
+		}
+	}
+
+	static __device__ __forceinline__ M word_op(const unsigned (&w)[NW], int i) {
+		return WordCvt<T>::op(w, i);
+	}
+
+	// The flip as two straight conversions: rev is uniform, and selects
+	// would hold both orders live at once.
+	__device__ __forceinline__ void conv_packs(const unsigned (&w)[NW], M (&v)[N]) {
+		if (rev) {
+#pragma unroll
+			for (int i = 0; i < N; ++i) v[i] = word_op(w, N - 1 - i);
+		} else {
+#pragma unroll
+			for (int i = 0; i < N; ++i) v[i] = word_op(w, i);
+		}
+	}
+
+	static __device__ __forceinline__ bool aligned16(const T* q) {
+		return (reinterpret_cast<unsigned long long>(q) & 15) == 0;
+	}
+
+	// load reads dy, and x and y where the op needs them. Grouped: every
+	// load of the run first (16-byte packs for a full, aligned row run),
+	// then the conversions; a conversion right after one operand's loads
+	// would wait for them before the next operand's loads issue. One
+	// operand after the other (get) where that measured faster: cumsum
+	// reads dy alone, and the col kernels of cummax and cummin hold runs
+	// of 32 elements, whose dy and x at once spilled (bf16, 3 blocks per
+	// SM; 16 elements a thread measured slower still). The row kernels
+	// keep the grouped element loads as the fallback of the packs: with
+	// get there, cummax and cummin f32 along axis 1 measured 81% of copy
+	// instead of 89%. y before the run (yb) also fills y past the run,
+	// so that in scan order the element before index i is i - 1 (or yb at
+	// i = 0) even where the run starts at lo > 0; where the run starts the
+	// slice yb is 0, or 1 for a direct op (its c there).
 	__device__ __forceinline__ void load(const T* __restrict__ dy, const T* __restrict__ x, const T* __restrict__ y,
 			const ScanLayout& L, const i64 (&off)[4], bool vec) {
-		get(dy, off[0], L.astride[0], vec, g, M(0));
+		const i64 kb = rev ? k0 + cnt : k0 - 1;
+		const bool hasb = Op::needs_y && cnt > 0 && kb >= 0 && kb < L.n;
+		const M yb0 = Direct<Op>::on && cnt > 0 ? M(1) : M(0);
+		const T* qg = dy + off[0] + k0;
+		const T* qx = x + off[1] + k0;
+		const T* qy = y + off[2] + k0;
+		const bool two = Op::needs_x || Op::needs_y;
+		T rb = scan_bits0<T>();
+		if (!Col && two && vec && cnt == N && aligned16(qg) && (!Op::needs_x || aligned16(qx)) &&
+				(!Op::needs_y || aligned16(qy))) {
+			unsigned wg[NW], wx[NW], wy[NW];
+			if (hasb) rb = scan_ld(y + off[2] + kb * L.astride[2]);
+			fetch_packs(qg, wg);
+			if (Op::needs_x) fetch_packs(qx, wx);
+			if (Op::needs_y) fetch_packs(qy, wy);
+			yb = hasb ? to_op(rb) : yb0;
+			conv_packs(wg, g);
+			if (Op::needs_x) conv_packs(wx, xv);
+			if (Op::needs_y) conv_packs(wy, yv);
+		} else if (two && !(Col && Op::mask_factors)) {
+			T rg[N], rx[N], ry[N];
+			if (hasb) rb = scan_ld(y + off[2] + kb * L.astride[2]);
+			fetch(dy, off[0], L.astride[0], rg);
+			if (Op::needs_x) fetch(x, off[1], L.astride[1], rx);
+			if (Op::needs_y) fetch(y, off[2], L.astride[2], ry);
+			yb = hasb ? to_op(rb) : yb0;
+			conv(rg, g, M(0));
+			if (Op::needs_x) conv(rx, xv, Op::template x_fill<M>());
+			if (Op::needs_y) conv(ry, yv, yb);
+		} else {
+			get(dy, off[0], L.astride[0], vec, g, M(0));
+			if (Op::needs_x) load_x(x, L, off, vec);
+			if (Op::needs_y) {
+				yb = hasb ? to_op(scan_ld(y + off[2] + kb * L.astride[2])) : yb0;
+				get(y, off[2], L.astride[2], vec, yv, yb);
+			}
+		}
 #pragma unroll
 		for (int i = 0; i < N; ++i) g[i] = Op::grad(g[i]);
-		if (Op::needs_x) load_x(x, L, off, vec);
-		if (Op::needs_y) {
-			// y before the run first: it also fills y past the run, so
-			// that in scan order the element before index i is i - 1 (or
-			// yb at i = 0) even where the run starts at lo > 0.
-			yb = M(0);
-			const i64 kb = rev ? k0 + cnt : k0 - 1;
-			if (cnt > 0 && kb >= 0 && kb < L.n) yb = to_op(scan_ld(y + off[2] + kb * L.astride[2]));
-			get(y, off[2], L.astride[2], vec, yv, yb);
-		}
 	}
 
 	__device__ __forceinline__ void store(T* __restrict__ dx, const ScanLayout& L, const i64 (&off)[4], bool vec) {
@@ -617,7 +798,7 @@ struct ScanRun {
 			if (Op::mask_factors) {
 				if (MaskTake<Op>::take(f, xv[i])) cm |= 1u << i;
 			} else {
-				Op::prep(xv[i], yv[i], yp, i == ifirst, single, f, ai, ci);
+				Op::template prep<Narrow<T>::value>(xv[i], yv[i], yp, i == ifirst, single, f, ai, ci);
 				const bool v = (vm >> i & 1u) != 0;
 				a[i] = v ? ai : M(1);
 				c[i] = v ? ci : M(1);
@@ -627,17 +808,53 @@ struct ScanRun {
 		cm &= vm;
 	}
 
+	// direct_ok (Direct ops): every x of the run and every y before one of
+	// its elements is finite and nonzero (past the run x holds 1, y holds
+	// yb, which is 1 where the run starts the slice: c there). Then no zero
+	// came before any element (y before it would be 0 or NaN), so the
+	// forward state is not needed, a = x and c = y before: the factors of
+	// prep's plain run, without prep. An empty run passes too. Two
+	// instructions a value: an fma that turns s into NaN at inf or NaN,
+	// and a running minimum of |v| (which skips NaN).
+	__device__ __forceinline__ bool direct_ok() const {
+		M s = M(0), m = scan_inf<M>();
+#pragma unroll
+		for (int i = 0; i < N; ++i) {
+			const M yp = i > 0 ? yv[i > 0 ? i - 1 : 0] : yb;
+			s = scan_fma(xv[i], M(0), scan_fma(yp, M(0), s));
+			m = scan_fmin(m, scan_fmin(bc_fabs(xv[i]), bc_fabs(yp)));
+		}
+		return cnt == 0 || (s == M(0) && m > M(0));
+	}
+
+	// prep_direct sets the factors of a run that direct_ok passed: a = x,
+	// c = y before; with them the run is plain (plain_run would hold), and
+	// aggregate and finish compute what prep's factors give, bit for bit.
+	__device__ __forceinline__ void prep_direct() {
+#pragma unroll
+		for (int i = 0; i < N; ++i) {
+			a[i] = xv[i];
+			c[i] = i > 0 ? yv[i > 0 ? i - 1 : 0] : yb;
+		}
+	}
+
+	// direct: this run takes the direct form (a Direct op, direct_ok).
+	__device__ __forceinline__ bool direct() const { return Direct<Op>::on && direct_ok(); }
+
 	// plain_run tells whether every a and c of the run is finite and
 	// nonzero (outside [lo, hi) both are 1). Then the strong-zero products
 	// are plain products (up to the sign of a zero result), which aggregate
 	// and finish use: the common case skips the zero tests.
+	// Two instructions a factor, as direct_ok: an fma that turns s into
+	// NaN at inf or NaN, and a running minimum of |v| (which skips NaN).
 	__device__ __forceinline__ bool plain_run() const {
-		bool p = true;
+		M s = M(0), m = scan_inf<M>();
 #pragma unroll
 		for (int i = 0; i < N; ++i) {
-			p = p & (a[i] != M(0)) & scan_finite(a[i]) & (c[i] != M(0)) & scan_finite(c[i]);
+			s = scan_fma(a[i], M(0), scan_fma(c[i], M(0), s));
+			m = scan_fmin(m, scan_fmin(bc_fabs(a[i]), bc_fabs(c[i])));
 		}
-		return p;
+		return s == M(0) && m > M(0);
 	}
 
 	// bit(m, i) is c_i of a mask op (a_i is its complement) from m = cm.
@@ -1158,7 +1375,10 @@ __device__ __forceinline__ void scan_backward_row(const T* __restrict__ dy, cons
 	r.init(k0, cnt, rev);
 	r.load(dy, x, y, L, off, vec);
 	M f = Op::template fwd_identity<M>();
-	if (Op::fwd) {
+	const bool fast = r.direct();
+	// The forward state only where a run needs it (a direct op's block
+	// of direct runs skips it; the test is uniform across the block).
+	if (Op::fwd && (!Direct<Op>::on || __syncthreads_or(!fast))) {
 		if (chunked && has) f = __ldcg(&fwdbuf[q * L.nslices + s]);
 		M wt;
 		const M ex = warp_fwd_scan<Op>(r.fwd_total(), lane, rev, wt);
@@ -1172,9 +1392,13 @@ __device__ __forceinline__ void scan_backward_row(const T* __restrict__ dy, cons
 		}
 		f = Op::fwd_combine(f, ex);
 	}
-	r.prep(f, L);
+	if (fast) {
+		r.prep_direct();
+	} else {
+		r.prep(f, L);
+	}
 
-	const bool plain = Op::strong && r.plain_run();
+	const bool plain = Op::strong && (fast || r.plain_run());
 	Aff<M> wt;
 	const Aff<M> ex = warp_carry_scan<Op>(r.aggregate(plain), lane, rev, wt);
 	if (lane == 0) s_aff[warp] = wt;
@@ -1303,7 +1527,8 @@ __device__ __forceinline__ void scan_backward_col(const T* __restrict__ dy, cons
 	r.init(k0, cnt, rev);
 	r.load(dy, x, y, L, off, false);
 	M f = Op::template fwd_identity<M>();
-	if (Op::fwd) {
+	const bool fast = r.direct();  // as in the row kernel
+	if (Op::fwd && (!Direct<Op>::on || __syncthreads_or(!fast))) {
 		if (chunked && has && !ext) f = __ldcg(&fwdbuf[q * L.nslices + s]);
 		s_fwd[warp][lane] = r.fwd_total();
 		__syncthreads();
@@ -1324,9 +1549,13 @@ __device__ __forceinline__ void scan_backward_col(const T* __restrict__ dy, cons
 			for (int w = 0; w < wr; ++w) f = Op::fwd_combine(f, s_fwd[w0 + w][lane]);
 		}
 	}
-	r.prep(f, L);
+	if (fast) {
+		r.prep_direct();
+	} else {
+		r.prep(f, L);
+	}
 
-	const bool plain = Op::strong && r.plain_run();
+	const bool plain = Op::strong && (fast || r.plain_run());
 	s_aff[warp][lane] = r.aggregate(plain);
 	__syncthreads();
 	M v = M(0);
