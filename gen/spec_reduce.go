@@ -29,7 +29,9 @@ const redCluster = 2
 // "stripc" is "strip" with each strip's rows cut between the blocks of
 // one thread block cluster (compute capability 9.0 and up, its own
 // build), which combine their partial statistics through distributed
-// shared memory.
+// shared memory. ops' TestReduceClusterSizesAgree checks that the PTX's
+// cluster sizes (from these constants), reduce.cuh's and the launcher's
+// agree.
 const redStripCluster = 2
 
 var reduceFamily = Family{

@@ -313,7 +313,8 @@ const (
 )
 
 // redStripCluster is the clustered strip kernel's blocks per cluster
-// (RED_STRIP_CLUSTER in reduce.cuh).
+// (RED_STRIP_CLUSTER in reduce.cuh; TestReduceClusterSizesAgree checks it,
+// and redCluster, against gen/reduce.cuh and the embedded PTX).
 const redStripCluster = 2
 
 // stripOp reports whether Run takes the strip kernel by default for op

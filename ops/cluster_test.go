@@ -1,0 +1,68 @@
+package ops
+
+import (
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/baracuda-go/baracuda/kernels/ptx"
+)
+
+// TestReduceClusterSizesAgree ties together the three places that must
+// agree on the blocks per thread block cluster of the reduce family's
+// "cluster" and "stripc" kernels: the launcher's grid arithmetic
+// (redCluster, redStripCluster), the kernels' own tiling (RED_CLUSTER_BLOCKS
+// and RED_STRIP_CLUSTER in gen/reduce.cuh) and the cluster size compiled
+// into each kernel (.reqnctapercluster in the embedded PTX, from the spec
+// table's Cluster). A mismatch would otherwise show only on a GPU, as wrong
+// values where a strip's rows are cut between blocks.
+func TestReduceClusterSizesAgree(t *testing.T) {
+	src, err := ptx.Module("reduce_sm90")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{"_cluster": redCluster, "_stripc": redStripCluster}
+	seen := map[string]int{}
+	head := regexp.MustCompile(`(?s)^(\w+)\(.*?\)([^{]*)\{`)
+	reqn := regexp.MustCompile(`\.reqnctapercluster (\d+), 1, 1`)
+	for _, chunk := range strings.Split(string(src), ".visible .entry ")[1:] {
+		m := head.FindStringSubmatch(chunk)
+		if m == nil {
+			t.Fatalf("reduce_sm90: cannot read the entry at %.60q", chunk)
+		}
+		for suffix, n := range want {
+			if !strings.HasSuffix(m[1], suffix) {
+				continue
+			}
+			seen[suffix]++
+			r := reqn.FindStringSubmatch(m[2])
+			if r == nil {
+				t.Errorf("%s: no .reqnctapercluster directive", m[1])
+			} else if got, _ := strconv.Atoi(r[1]); got != n {
+				t.Errorf("%s: compiled for clusters of %d blocks, the launcher assumes %d", m[1], got, n)
+			}
+		}
+	}
+	for suffix := range want {
+		if seen[suffix] == 0 {
+			t.Errorf("reduce_sm90 has no kernel ending in %s", suffix)
+		}
+	}
+
+	cuh, err := os.ReadFile("../gen/reduce.cuh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, n := range map[string]int{"RED_CLUSTER_BLOCKS": redCluster, "RED_STRIP_CLUSTER": redStripCluster} {
+		m := regexp.MustCompile(`(?m)^#define ` + name + ` (\d+)$`).FindSubmatch(cuh)
+		if m == nil {
+			t.Errorf("gen/reduce.cuh does not define %s", name)
+			continue
+		}
+		if got, _ := strconv.Atoi(string(m[1])); got != n {
+			t.Errorf("gen/reduce.cuh: %s is %d, the launcher assumes %d", name, got, n)
+		}
+	}
+}
