@@ -319,6 +319,8 @@ template <typename T, int E> struct ScanItems<T, CumExtBw<E> > {
 // (|x| < 104; beyond, the result is 0 or inf either way), far below the
 // 2^-9 (bf16) or 2^-12 (f16) of the rounding to the dtype, in about a third
 // of expf's instructions. The non-ftz form keeps subnormal results.
+// -DSCAN_PRECISE_EXP (NVCC_EXTRA of scripts/ptx-variant.sh) builds expf
+// instead, to time the two.
 template <bool Fast, typename M> __device__ __forceinline__ M scan_exp(M v) { return bc_exp(v); }
 template <> __device__ __forceinline__ float scan_exp<true, float>(float v) {
 #ifdef SCAN_PRECISE_EXP
