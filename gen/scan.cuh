@@ -793,6 +793,26 @@ struct ScanRun {
 		const int ifirst = (rev ? k0 + cnt == L.n : k0 == 0) ? lo : -1;
 		const unsigned vm = valid_mask();
 		cm = 0;
+		if (!Op::mask_factors && !Direct<Op>::on && sizeof(M) == 4 && !(Col && Narrow<T>::wide) && cnt == N) {
+			// A full run (lo = 0, hi = N): every index is valid, and the
+			// slice's first element can only be index 0, so the factors
+			// need neither the range mask nor a first test per element
+			// (logcumsumexp on an H100, 4096x4096: f32 88 -> 90% of copy
+			// along axis 1, 82 -> 86% along axis 0, bf16 71 -> 77% along
+			// axis 1). Not where the second loop costs more than it saves:
+			// a Direct op, whose full runs mostly skip prep (its row
+			// kernel spilled); f64 (its row kernel spilled); the bf16 col
+			// kernel (at three blocks per SM it spilled 88 bytes instead
+			// of 60, and bf16 along axis 0 went 57 -> 56%).
+			const bool first0 = ifirst == 0;
+#pragma unroll
+			for (int i = 0; i < N; ++i) {
+				const M yp = i > 0 ? yv[i > 0 ? i - 1 : 0] : yb;
+				Op::template prep<Narrow<T>::value>(xv[i], yv[i], yp, i == 0 && first0, single, f, a[i], c[i]);
+				if (Op::fwd) f = Op::fwd_combine(f, Op::fwd_value(xv[i]));
+			}
+			return;
+		}
 #pragma unroll
 		for (int i = 0; i < N; ++i) {
 			const M yp = i > 0 ? yv[i > 0 ? i - 1 : 0] : yb;  // load filled y before lo with yb
