@@ -680,19 +680,15 @@ struct ScanRun {
 		}
 	}
 
-	static __device__ __forceinline__ M word_op(const unsigned (&w)[NW], int i) {
-		return WordCvt<T>::op(w, i);
-	}
-
 	// The flip as two straight conversions: rev is uniform, and selects
 	// would hold both orders live at once.
 	__device__ __forceinline__ void conv_packs(const unsigned (&w)[NW], M (&v)[N]) {
 		if (rev) {
 #pragma unroll
-			for (int i = 0; i < N; ++i) v[i] = word_op(w, N - 1 - i);
+			for (int i = 0; i < N; ++i) v[i] = WordCvt<T>::op(w, N - 1 - i);
 		} else {
 #pragma unroll
-			for (int i = 0; i < N; ++i) v[i] = word_op(w, i);
+			for (int i = 0; i < N; ++i) v[i] = WordCvt<T>::op(w, i);
 		}
 	}
 
@@ -773,6 +769,10 @@ struct ScanRun {
 		return Op::template fold<M, N>(xv);
 	}
 
+	// y_before is y of the element before index i in scan order (load
+	// filled y before lo with yb).
+	__device__ __forceinline__ M y_before(int i) const { return i > 0 ? yv[i > 0 ? i - 1 : 0] : yb; }
+
 	// valid_mask has bit i set for the valid indices [lo, hi).
 	__device__ __forceinline__ unsigned valid_mask() const {
 		const unsigned below_hi = hi >= 32 ? 0xffffffffu : (1u << hi) - 1u;
@@ -807,15 +807,14 @@ struct ScanRun {
 			const bool first0 = ifirst == 0;
 #pragma unroll
 			for (int i = 0; i < N; ++i) {
-				const M yp = i > 0 ? yv[i > 0 ? i - 1 : 0] : yb;
-				Op::template prep<Narrow<T>::value>(xv[i], yv[i], yp, i == 0 && first0, single, f, a[i], c[i]);
+				Op::template prep<Narrow<T>::value>(xv[i], yv[i], y_before(i), i == 0 && first0, single, f, a[i], c[i]);
 				if (Op::fwd) f = Op::fwd_combine(f, Op::fwd_value(xv[i]));
 			}
 			return;
 		}
 #pragma unroll
 		for (int i = 0; i < N; ++i) {
-			const M yp = i > 0 ? yv[i > 0 ? i - 1 : 0] : yb;  // load filled y before lo with yb
+			const M yp = y_before(i);
 			M ai, ci;
 			if (Op::mask_factors) {
 				if (MaskTake<Op>::take(f, xv[i])) cm |= 1u << i;
@@ -830,23 +829,40 @@ struct ScanRun {
 		cm &= vm;
 	}
 
-	// direct_ok (Direct ops): every x of the run and every y before one of
-	// its elements is finite and nonzero (past the run x holds 1, y holds
-	// yb, which is 1 where the run starts the slice: c there). Then no zero
-	// came before any element (y before it would be 0 or NaN), so the
-	// forward state is not needed, a = x and c = y before: the factors of
-	// prep's plain run, without prep. An empty run passes too. Two
+	// plain_pair and plain_done test values for finite and nonzero, two
 	// instructions a value: an fma that turns s into NaN at inf or NaN,
-	// and a running minimum of |v| (which skips NaN).
+	// and a running minimum m of |v| (which skips NaN); s and m start at
+	// 0 and inf.
+	static __device__ __forceinline__ void plain_pair(M& s, M& m, M u, M v) {
+		s = scan_fma(u, M(0), scan_fma(v, M(0), s));
+		m = scan_fmin(m, scan_fmin(bc_fabs(u), bc_fabs(v)));
+	}
+	static __device__ __forceinline__ bool plain_done(M s, M m) { return s == M(0) && m > M(0); }
+
+	// direct_ok: a Direct op's run takes the direct form: every x of the
+	// run and every y before one of its elements is finite and nonzero
+	// (past the run x holds 1, y holds yb, which is 1 where the run starts
+	// the slice: c there). Then no zero came before any element (y before
+	// it would be 0 or NaN), so the forward state is not needed, a = x and
+	// c = y before: the factors of prep's plain run, without prep. An
+	// empty run passes too.
 	__device__ __forceinline__ bool direct_ok() const {
+		if (!Direct<Op>::on) return false;
 		M s = M(0), m = scan_inf<M>();
 #pragma unroll
-		for (int i = 0; i < N; ++i) {
-			const M yp = i > 0 ? yv[i > 0 ? i - 1 : 0] : yb;
-			s = scan_fma(xv[i], M(0), scan_fma(yp, M(0), s));
-			m = scan_fmin(m, scan_fmin(bc_fabs(xv[i]), bc_fabs(yp)));
+		for (int i = 0; i < N; ++i) plain_pair(s, m, xv[i], y_before(i));
+		return cnt == 0 || plain_done(s, m);
+	}
+
+	// setup sets the factors, directly where direct_ok passed (fast), and
+	// returns whether the run is plain (Op::strong only).
+	__device__ __forceinline__ bool setup(bool fast, M f, const ScanLayout& L) {
+		if (fast) {
+			prep_direct();
+		} else {
+			prep(f, L);
 		}
-		return cnt == 0 || (s == M(0) && m > M(0));
+		return Op::strong && (fast || plain_run());
 	}
 
 	// prep_direct sets the factors of a run that direct_ok passed: a = x,
@@ -856,27 +872,19 @@ struct ScanRun {
 #pragma unroll
 		for (int i = 0; i < N; ++i) {
 			a[i] = xv[i];
-			c[i] = i > 0 ? yv[i > 0 ? i - 1 : 0] : yb;
+			c[i] = y_before(i);
 		}
 	}
-
-	// direct: this run takes the direct form (a Direct op, direct_ok).
-	__device__ __forceinline__ bool direct() const { return Direct<Op>::on && direct_ok(); }
 
 	// plain_run tells whether every a and c of the run is finite and
 	// nonzero (outside [lo, hi) both are 1). Then the strong-zero products
 	// are plain products (up to the sign of a zero result), which aggregate
 	// and finish use: the common case skips the zero tests.
-	// Two instructions a factor, as direct_ok: an fma that turns s into
-	// NaN at inf or NaN, and a running minimum of |v| (which skips NaN).
 	__device__ __forceinline__ bool plain_run() const {
 		M s = M(0), m = scan_inf<M>();
 #pragma unroll
-		for (int i = 0; i < N; ++i) {
-			s = scan_fma(a[i], M(0), scan_fma(c[i], M(0), s));
-			m = scan_fmin(m, scan_fmin(bc_fabs(a[i]), bc_fabs(c[i])));
-		}
-		return s == M(0) && m > M(0);
+		for (int i = 0; i < N; ++i) plain_pair(s, m, a[i], c[i]);
+		return plain_done(s, m);
 	}
 
 	// bit(m, i) is c_i of a mask op (a_i is its complement) from m = cm.
@@ -1397,7 +1405,7 @@ __device__ __forceinline__ void scan_backward_row(const T* __restrict__ dy, cons
 	r.init(k0, cnt, rev);
 	r.load(dy, x, y, L, off, vec);
 	M f = Op::template fwd_identity<M>();
-	const bool fast = r.direct();
+	const bool fast = r.direct_ok();
 	// The forward state only where a run needs it (a direct op's block
 	// of direct runs skips it; the test is uniform across the block).
 	if (Op::fwd && (!Direct<Op>::on || __syncthreads_or(!fast))) {
@@ -1414,13 +1422,7 @@ __device__ __forceinline__ void scan_backward_row(const T* __restrict__ dy, cons
 		}
 		f = Op::fwd_combine(f, ex);
 	}
-	if (fast) {
-		r.prep_direct();
-	} else {
-		r.prep(f, L);
-	}
-
-	const bool plain = Op::strong && (fast || r.plain_run());
+	const bool plain = r.setup(fast, f, L);
 	Aff<M> wt;
 	const Aff<M> ex = warp_carry_scan<Op>(r.aggregate(plain), lane, rev, wt);
 	if (lane == 0) s_aff[warp] = wt;
@@ -1549,7 +1551,7 @@ __device__ __forceinline__ void scan_backward_col(const T* __restrict__ dy, cons
 	r.init(k0, cnt, rev);
 	r.load(dy, x, y, L, off, false);
 	M f = Op::template fwd_identity<M>();
-	const bool fast = r.direct();  // as in the row kernel
+	const bool fast = r.direct_ok();  // as in the row kernel
 	if (Op::fwd && (!Direct<Op>::on || __syncthreads_or(!fast))) {
 		if (chunked && has && !ext) f = __ldcg(&fwdbuf[q * L.nslices + s]);
 		s_fwd[warp][lane] = r.fwd_total();
@@ -1571,13 +1573,7 @@ __device__ __forceinline__ void scan_backward_col(const T* __restrict__ dy, cons
 			for (int w = 0; w < wr; ++w) f = Op::fwd_combine(f, s_fwd[w0 + w][lane]);
 		}
 	}
-	if (fast) {
-		r.prep_direct();
-	} else {
-		r.prep(f, L);
-	}
-
-	const bool plain = Op::strong && (fast || r.plain_run());
+	const bool plain = r.setup(fast, f, L);
 	s_aff[warp][lane] = r.aggregate(plain);
 	__syncthreads();
 	M v = M(0);
