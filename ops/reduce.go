@@ -150,7 +150,6 @@ type ReduceBackward struct {
 	flatFx   bool        // the flat kernel is followed by red_flat_fix (provisional ops)
 	stripK   *kernelRef  // ops with statistics on dense operands, whole slices per block (nil where off)
 	strip    reduceStrip // its cut
-	stripOn  bool        // Run may take either strip kernel (stripOp, ReduceStripEnv)
 	stripAny bool        // ... wherever the shape and operands allow it
 	stripcK  *kernelRef  // the strip kernel as thread block clusters (compute capability 9.0; nil where off)
 	stripc   reduceStrip // its cut (rows per block in chunk)
@@ -587,9 +586,12 @@ func (p *ReduceBackward) planStrip() error {
 		}
 		p.stripc = g
 	}
-	p.stripOn = p.stripK != nil || p.stripcK != nil
 	return nil
 }
+
+// stripOn tells whether Run may take either strip kernel (stripOp,
+// ReduceStripEnv).
+func (p *ReduceBackward) stripOn() bool { return p.stripK != nil || p.stripcK != nil }
 
 // stripRef is the kernel of variant ("strip" or "stripc") for the plan's
 // op and dtype, launched with g's shared memory.
@@ -1100,7 +1102,7 @@ func (p *ReduceBackward) Run(s *driver.Stream, a *ReduceArgs) error {
 	}
 	var L reduceLayout
 	ctx := s.Context()
-	if p.stripOn && p.stripDense(a) {
+	if p.stripOn() && p.stripDense(a) {
 		var lf *loadedFunction
 		g, c := &p.strip, int64(1)
 		if p.stripcK != nil {

@@ -871,9 +871,9 @@ func TestReduceStripPlan(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if p.stripOn != (c.one || c.clu) || p.stripAny != c.any_ || (p.stripK != nil) != c.one || (p.stripcK != nil) != c.clu {
+		if p.stripOn() != (c.one || c.clu) || p.stripAny != c.any_ || (p.stripK != nil) != c.one || (p.stripcK != nil) != c.clu {
 			t.Errorf("%s %s %s=%q: strip on %v any %v one-block %v clustered %v, want %v %v", c.op, c.dt, ReduceStripEnv, c.env,
-				p.stripOn, p.stripAny, p.stripK != nil, p.stripcK != nil, c.one, c.clu)
+				p.stripOn(), p.stripAny, p.stripK != nil, p.stripcK != nil, c.one, c.clu)
 			continue
 		}
 		name := "reduce_bw_" + c.op.String() + "_" + c.dt.Suffix() + "_strip"
@@ -923,7 +923,7 @@ func TestReduceStripPlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.stripOn || p.stripK != nil || p.stripcK != nil {
-		t.Errorf("bf16 [1000 600]: strip on %v, want off", p.stripOn)
+	if p.stripOn() || p.stripK != nil || p.stripcK != nil {
+		t.Errorf("bf16 [1000 600]: strip on %v, want off", p.stripOn())
 	}
 }
