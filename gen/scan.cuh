@@ -76,6 +76,13 @@
 
 #define SCAN_THREADS 256
 #define SCAN_WARPS 8
+// SCAN_PASS is how many items (tiles, or slices) one warp of a col pass
+// takes (phase 1, phase 2 and the ext fix), their loads issued together:
+// at 3 blocks per SM a pass of a warp per item ran in two waves, each
+// waiting out its loads; ops/scan.go's scanPass mirrors it.
+#ifndef SCAN_PASS
+#define SCAN_PASS 2
+#endif
 #define SCAN_SRANK (BC_MAX_RANK - 1)
 
 enum { SCAN_MAIN = 0, SCAN_FWD_TILES = 1, SCAN_FWD_PREFIX = 2, SCAN_EXT_FIX = 4 };
@@ -227,6 +234,19 @@ struct CumprodBw : StrongZero {
 	}
 };
 
+// bf16 cumprod col runs hold 14: at 16 the 80 registers of the compute_80
+// build (3 blocks per SM) spilled loaded values between the operands'
+// loads, each spill store waiting for its load, so the tile made one
+// round trip per operand (ncu); at 14 nothing spills (92 -> 82 us for
+// 4096x4096 along axis 0 on an H100, docs/benchmarks.md). logcumsumexp
+// issues its loads before its spills and lost at 14 and 12.
+template <typename T> struct ScanItems<T, CumprodBw> {
+	static constexpr int row = sizeof(T) == 8 ? 8 : 16, col = row;
+};
+template <> struct ScanItems<__nv_bfloat16, CumprodBw> {
+	static constexpr int row = 16, col = 14;
+};
+
 __device__ __forceinline__ float scan_fmax(float a, float b) { return fmaxf(a, b); }
 __device__ __forceinline__ double scan_fmax(double a, double b) { return fmax(a, b); }
 __device__ __forceinline__ float scan_fmin(float a, float b) { return fminf(a, b); }
@@ -312,6 +332,15 @@ template <> struct Direct<CumprodBw> {
 
 template <typename T, int E> struct ScanItems<T, CumExtBw<E> > {
 	static constexpr int row = sizeof(T) == 2 ? 32 : 16, col = sizeof(T) == 8 ? 16 : 32;
+};
+// The bf16 cummax/cummin col runs hold 20 and load dy and x together
+// (ScanRun::load): at 32, held at once they spilled 306 bytes and ran
+// slower than one operand after the other (a round trip each); at 20
+// nothing spills and both go out at once (69 -> 66 us for 4096x4096
+// along axis 0 on an H100, docs/benchmarks.md; 24 spilled 72 bytes and
+// measured 68).
+template <int E> struct ScanItems<__nv_bfloat16, CumExtBw<E> > {
+	static constexpr int row = 32, col = 20;
 };
 
 // scan_exp is exp, or for a 16-bit dtype (Narrow) the hardware's 2^x of
@@ -700,10 +729,10 @@ struct ScanRun {
 	// load of the run first (16-byte packs for a full, aligned row run),
 	// then the conversions; a conversion right after one operand's loads
 	// would wait for them before the next operand's loads issue. One
-	// operand after the other (get) where that measured faster: cumsum
-	// reads dy alone, and the col kernels of cummax and cummin hold runs
-	// of 32 elements, whose dy and x at once spilled (bf16, 3 blocks per
-	// SM; 16 elements a thread measured slower still). The row kernels
+	// operand after the other (get) where that measured faster or was
+	// not measured: cumsum reads dy alone, and the col kernels of cummax
+	// and cummin other than bf16 keep runs of 32 elements (bf16 takes 20
+	// grouped, see ScanItems: 32 held at once spilled). The row kernels
 	// keep the grouped element loads as the fallback of the packs: with
 	// get there, cummax and cummin f32 along axis 1 measured 81% of copy
 	// instead of 89%. y before the run (yb) also fills y past the run,
@@ -731,7 +760,7 @@ struct ScanRun {
 			conv_packs(wg, g);
 			if (Op::needs_x) conv_packs(wx, xv);
 			if (Op::needs_y) conv_packs(wy, yv);
-		} else if (two && !(Col && Op::mask_factors)) {
+		} else if (two && !(Col && Op::mask_factors && !Narrow<T>::wide)) {
 			T rg[N], rx[N], ry[N];
 			if (hasb) rb = scan_ld(y + off[2] + kb * L.astride[2]);
 			fetch(dy, off[0], L.astride[0], rg);
@@ -1235,11 +1264,12 @@ __device__ __forceinline__ void scan_fwd_prefix(unsigned char* __restrict__ ws, 
 	}
 }
 
-// scan_fwd_prefix_warp (phase 2, col mapping): one warp per slice turns
-// the forward aggregates of its tiles into exclusive prefixes in scan
-// order, 32 tiles at a time (lane j: the round's j-th tile in scan order)
-// with a shuffle scan; the forward combines are exact and commutative, so
-// the grouping changes no value. (The thread-per-slice form waits for each
+// scan_fwd_prefix_warp (phase 2, col mapping): one warp per SCAN_PASS
+// slices turns the forward aggregates of their tiles into exclusive
+// prefixes in scan order, 32 tiles at a time (lane j: the round's j-th
+// tile in scan order) with a shuffle scan, the round's loads of every
+// slice first; the forward combines are exact and commutative, so the
+// grouping changes no value. (The thread-per-slice form waits for each
 // batch of loads in turn: 8-9 us for 4096 slices of 32 tiles on an H100.)
 template <typename T, typename Op>
 __device__ __forceinline__ void scan_fwd_prefix_warp(unsigned char* __restrict__ ws, const ScanLayout& L) {
@@ -1247,20 +1277,28 @@ __device__ __forceinline__ void scan_fwd_prefix_warp(unsigned char* __restrict__
 	if (!Op::fwd) return;
 	M* fwdbuf = reinterpret_cast<M*>(ws + L.ws_fwd);
 	const int lane = threadIdx.x & 31;
-	const i64 s = (i64)blockIdx.x * SCAN_WARPS + (threadIdx.x >> 5);
-	if (s >= L.nslices) return;
+	const i64 s0 = ((i64)blockIdx.x * SCAN_WARPS + (threadIdx.x >> 5)) * SCAN_PASS;
+	if (s0 >= L.nslices) return;
 	const bool rev = L.reverse != 0;
-	M carry = Op::template fwd_identity<M>();
+	M carry[SCAN_PASS];
+#pragma unroll
+	for (int j = 0; j < SCAN_PASS; ++j) carry[j] = Op::template fwd_identity<M>();
 	for (i64 i0 = 0; i0 < L.chunks; i0 += 32) {
 		const i64 i = i0 + lane;
 		const i64 q = rev ? L.chunks - 1 - i : i;
-		const bool ok = i < L.chunks;
-		M e = Op::template fwd_identity<M>();
-		if (ok) e = fwdbuf[q * L.nslices + s];
-		M tot;
-		const M ex = warp_fwd_scan<Op>(e, lane, false, tot);
-		if (ok) fwdbuf[q * L.nslices + s] = Op::fwd_combine(carry, ex);
-		carry = Op::fwd_combine(carry, tot);
+		M e[SCAN_PASS];
+#pragma unroll
+		for (int j = 0; j < SCAN_PASS; ++j) {
+			e[j] = Op::template fwd_identity<M>();
+			if (i < L.chunks && s0 + j < L.nslices) e[j] = fwdbuf[q * L.nslices + s0 + j];
+		}
+#pragma unroll
+		for (int j = 0; j < SCAN_PASS; ++j) {
+			M tot;
+			const M ex = warp_fwd_scan<Op>(e[j], lane, false, tot);
+			if (i < L.chunks && s0 + j < L.nslices) fwdbuf[q * L.nslices + s0 + j] = Op::fwd_combine(carry[j], ex);
+			carry[j] = Op::fwd_combine(carry[j], tot);
+		}
 	}
 }
 
@@ -1286,52 +1324,73 @@ __device__ __forceinline__ void scan_fill_slots(unsigned char* __restrict__ ws, 
 }
 
 // tile_needs_x (phase 1): whether a tile must read x for its forward
-// aggregate; cumprod's tile has no zero when y at its last element in scan
-// order (ke) is nonzero and not NaN.
+// aggregate; cumprod's tile has no zero when ye, y at its last element in
+// scan order, is nonzero and not NaN (tile_y_end loads it).
+template <typename Op, typename M> __device__ __forceinline__ bool tile_needs_x(M ye) {
+	return !Op::fwd_shortcut || ye == M(0) || bc_isnan(ye);
+}
 template <typename T, typename Op>
-__device__ __forceinline__ bool tile_needs_x(const T* __restrict__ y, const ScanLayout& L, const i64 (&off)[4], i64 ke) {
+__device__ __forceinline__ typename OpMath<T>::type tile_y_end(const T* __restrict__ y, const ScanLayout& L,
+		const i64 (&off)[4], i64 ke) {
 	typedef typename OpMath<T>::type M;
-	if (!Op::fwd_shortcut) return true;
-	const M ye = to_op(scan_ld(y + off[2] + ke * L.astride[2]));
-	return ye == M(0) || bc_isnan(ye);
+	if (!Op::fwd_shortcut) return M(0);
+	return to_op(scan_ld(y + off[2] + ke * L.astride[2]));
 }
 
 // scan_fwd_tiles_col (phase 1, col mapping): the forward aggregate of
-// every tile, one warp per tile and look-back unit (lane: slice), so that
-// a tile whose y tells it has nothing to fold costs one load, not a block
-// of 256 threads (a block per tile took 40 us for 4096 such tiles on an
-// H100). A lane that must read x walks the tile's rows itself, 8 loads
-// at a time, each batch folded by Op::fold (x_fill past the tile changes
-// nothing).
+// every tile, one warp per SCAN_PASS tiles of a look-back unit (lane:
+// slice), so that a tile whose y tells it has nothing to fold costs one
+// load, not a block of 256 threads (a block per tile took 40 us for 4096
+// such tiles on an H100), and the warp's y loads go out together. A lane
+// that must read x walks the tile's rows itself, 8 loads at a time, each
+// batch folded by Op::fold (x_fill past the tile changes nothing).
 template <typename T, typename Op>
 __device__ __forceinline__ void scan_fwd_tiles_col(const T* __restrict__ x, const T* __restrict__ y,
 		unsigned char* __restrict__ ws, const ScanLayout& L) {
 	typedef typename OpMath<T>::type M;
 	if (!Op::fwd) return;
 	const int lane = threadIdx.x & 31;
-	const i64 w = (i64)blockIdx.x * SCAN_WARPS + (threadIdx.x >> 5);
-	if (w >= L.chunks * L.units) return;
-	const i64 q = w / L.units, unit = w - q * L.units;
-	const i64 s = unit * 32 + lane;
-	if (s >= L.nslices) return;
-	scan_fill_slots<M>(ws, L, q, s, unit, lane == 0, w == 0 && lane == 0);
+	const i64 w0 = ((i64)blockIdx.x * SCAN_WARPS + (threadIdx.x >> 5)) * SCAN_PASS;
 	const i64 tile = (i64)L.split * L.items;
-	const i64 tk0 = q * tile;
-	const i64 tk1 = tk0 + tile < L.n ? tk0 + tile : L.n;
-	i64 off[4];
-	scan_slice_offsets(L, s, off);
-	M f = Op::template fwd_identity<M>();
-	if (tile_needs_x<T, Op>(y, L, off, L.reverse != 0 ? tk0 : tk1 - 1)) {
-		const T* p = x + off[1];
-		const i64 st = L.astride[1];
-		for (i64 k = tk0; k < tk1; k += 8) {
-			M v[8];
+	const bool rev = L.reverse != 0;
+	// Item j is tile w0 + j of the pass's order (tile row q, unit).
+	M ye[SCAN_PASS];
 #pragma unroll
-			for (int i = 0; i < 8; ++i) v[i] = k + i < tk1 ? to_op(scan_ld(p + (k + i) * st)) : Op::template x_fill<M>();
-			f = Op::fwd_combine(f, Op::template fold<M, 8>(v));
+	for (int j = 0; j < SCAN_PASS; ++j) {
+		const i64 w = w0 + j;
+		const i64 q = w / L.units, s = (w - q * L.units) * 32 + lane;
+		ye[j] = M(0);  // reads as "needs x"
+		if (Op::fwd_shortcut && w < L.chunks * L.units && s < L.nslices) {
+			const i64 tk0 = q * tile, tk1 = tk0 + tile < L.n ? tk0 + tile : L.n;
+			i64 off[4];
+			scan_slice_offsets(L, s, off);
+			ye[j] = to_op(scan_ld(y + off[2] + (rev ? tk0 : tk1 - 1) * L.astride[2]));
 		}
 	}
-	reinterpret_cast<M*>(ws + L.ws_fwd)[q * L.nslices + s] = f;
+#pragma unroll
+	for (int j = 0; j < SCAN_PASS; ++j) {
+		const i64 w = w0 + j;
+		const i64 q = w / L.units, unit = w - q * L.units;
+		const i64 s = unit * 32 + lane;
+		if (w >= L.chunks * L.units || s >= L.nslices) continue;
+		scan_fill_slots<M>(ws, L, q, s, unit, lane == 0, w == 0 && lane == 0);
+		const i64 tk0 = q * tile, tk1 = tk0 + tile < L.n ? tk0 + tile : L.n;
+		M f = Op::template fwd_identity<M>();
+		if (tile_needs_x<Op>(ye[j])) {
+			i64 off[4];
+			scan_slice_offsets(L, s, off);
+			const T* p = x + off[1];
+			const i64 st = L.astride[1];
+			for (i64 k = tk0; k < tk1; k += 8) {
+				M v[8];
+#pragma unroll
+				for (int i = 0; i < 8; ++i)
+					v[i] = k + i < tk1 ? to_op(scan_ld(p + (k + i) * st)) : Op::template x_fill<M>();
+				f = Op::fwd_combine(f, Op::template fold<M, 8>(v));
+			}
+		}
+		reinterpret_cast<M*>(ws + L.ws_fwd)[q * L.nslices + s] = f;
+	}
 }
 
 // ---- row mapping ---------------------------------------------------------
@@ -1387,7 +1446,7 @@ __device__ __forceinline__ void scan_backward_row(const T* __restrict__ dy, cons
 	if (L.phase == SCAN_FWD_TILES) {
 		// The tile's forward aggregate (one slice per block).
 		if (tid == 0) scan_fill_slots<M>(ws, L, q, s, s, true, blockIdx.x == 0);
-		if (!tile_needs_x<T, Op>(y, L, off, rev ? tk0 : tk1 - 1)) cnt = 0;
+		if (!tile_needs_x<Op>(tile_y_end<T, Op>(y, L, off, rev ? tk0 : tk1 - 1))) cnt = 0;
 		r.init(k0, cnt, rev);
 		r.load_x(x, L, off, vec);
 		M f = r.fwd_total();
@@ -1451,42 +1510,56 @@ __device__ __forceinline__ void scan_backward_row(const T* __restrict__ dy, cons
 	r.store(dx, L, off, vec);
 }
 
-// scan_ext_fix (SCAN_EXT_FIX): one warp per slice walks its tile maps
-// from the end of the slice in scan order, 32 tiles a round (lane j: tile
-// top - j), and where a tile has a take-over (a = 0) rewrites dx at its k*
-// with V after the tile added. V after tile top - j is the maps of the
-// tiles after it applied to the round's carry: warp_carry_scan composes
-// them (the lanes below j are upstream). The records are read only where
-// needed. (One thread per slice, walking the tiles in batches of eight,
-// took 13.7 us for 4096 slices of 16 tiles on an H100: 16 blocks, each
-// waiting for one batch of loads after the other.)
+// scan_ext_fix (SCAN_EXT_FIX): one warp per SCAN_PASS slices walks their
+// tile maps from the end of the slice in scan order, 32 tiles a round
+// (lane j: tile top - j), and where a tile has a take-over (a = 0)
+// rewrites dx at its k* with V after the tile added. V after tile top - j
+// is the maps of the tiles after it applied to the round's carry:
+// warp_carry_scan composes them (the lanes below j are upstream). The
+// round's maps of every slice are loaded first, then the records, only
+// where needed. (One thread per slice, walking the tiles in batches of
+// eight, took 13.7 us for 4096 slices of 16 tiles on an H100: 16 blocks,
+// each waiting for one batch of loads after the other.)
 template <typename T, typename Op>
 __device__ __forceinline__ void scan_ext_fix(T* __restrict__ dx, const unsigned char* __restrict__ ws,
 		const ScanLayout& L) {
 	typedef typename OpMath<T>::type M;
 	const int lane = threadIdx.x & 31;
-	const i64 s = (i64)blockIdx.x * SCAN_WARPS + (threadIdx.x >> 5);
-	if (s >= L.nslices) return;
-	const Aff<M>* agg = reinterpret_cast<const Aff<M>*>(ws + L.ws_agg) + s;
-	const FixRec<M>* fix = reinterpret_cast<const FixRec<M>*>(ws + L.ws_fix) + s;
-	i64 off[4];
-	scan_slice_offsets(L, s, off);
+	const i64 s0 = ((i64)blockIdx.x * SCAN_WARPS + (threadIdx.x >> 5)) * SCAN_PASS;
+	if (s0 >= L.nslices) return;
+	const Aff<M>* agg = reinterpret_cast<const Aff<M>*>(ws + L.ws_agg);
+	const FixRec<M>* fix = reinterpret_cast<const FixRec<M>*>(ws + L.ws_fix);
 	const bool rev = L.reverse != 0;
 	const i64 tile = (i64)L.split * L.items;
-	M v = M(0);
+	M v[SCAN_PASS];
+#pragma unroll
+	for (int j = 0; j < SCAN_PASS; ++j) v[j] = M(0);
 	for (i64 top = L.chunks - 1; top >= 0; top -= 32) {
 		const i64 c = top - lane;
-		Aff<M> m = aff_identity<M>();
-		if (c >= 0) m = agg[c * L.nslices];
-		FixRec<M> rec = FixRec<M>{M(0), 0};
-		if (c >= 0 && m.a == M(0)) rec = fix[c * L.nslices];
-		Aff<M> tot;
-		const M after = apply<Op>(warp_carry_scan<Op>(m, lane, true, tot), v);
-		if (c >= 0 && m.a == M(0) && after != M(0)) {
-			const i64 q = rev ? L.chunks - 1 - c : c;
-			dx[off[3] + (q * tile + rec.k) * L.astride[3]] = from_op<T>(rec.v + after);
+		Aff<M> m[SCAN_PASS];
+		FixRec<M> rec[SCAN_PASS];
+#pragma unroll
+		for (int j = 0; j < SCAN_PASS; ++j) {
+			m[j] = aff_identity<M>();
+			if (c >= 0 && s0 + j < L.nslices) m[j] = agg[c * L.nslices + s0 + j];
 		}
-		v = apply<Op>(tot, v);
+#pragma unroll
+		for (int j = 0; j < SCAN_PASS; ++j) {
+			rec[j] = FixRec<M>{M(0), 0};
+			if (c >= 0 && s0 + j < L.nslices && m[j].a == M(0)) rec[j] = fix[c * L.nslices + s0 + j];
+		}
+#pragma unroll
+		for (int j = 0; j < SCAN_PASS; ++j) {
+			Aff<M> tot;
+			const M after = apply<Op>(warp_carry_scan<Op>(m[j], lane, true, tot), v[j]);
+			if (c >= 0 && s0 + j < L.nslices && m[j].a == M(0) && after != M(0)) {
+				i64 off[4];
+				scan_slice_offsets(L, s0 + j, off);
+				const i64 q = rev ? L.chunks - 1 - c : c;
+				dx[off[3] + (q * tile + rec[j].k) * L.astride[3]] = from_op<T>(rec[j].v + after);
+			}
+			v[j] = apply<Op>(tot, v[j]);
+		}
 	}
 }
 

@@ -192,10 +192,12 @@ func scanItems(op ScanOp, dt dtype.DType) (row, col int64) {
 		}
 		return 16, 32
 	case ScanCummax, ScanCummin:
-		switch size {
-		case 8:
+		switch {
+		case size == 8:
 			return 16, 16
-		case 2:
+		case dt == dtype.BF16:
+			return 32, 20 // dy and x of 32 held at once spill (compute_80 build)
+		case size == 2:
 			return 32, 32
 		}
 		return 16, 32
@@ -203,12 +205,18 @@ func scanItems(op ScanOp, dt dtype.DType) (row, col int64) {
 	if size == 8 {
 		return 8, 8
 	}
+	if op == ScanCumprod && dt == dtype.BF16 {
+		return 16, 14 // 16 spills within the compute_80 build's 80 registers
+	}
 	return 16, 16
 }
 
 const (
 	scanBlock = 256
 	scanWarps = scanBlock / 32
+	// scanPass mirrors SCAN_PASS in gen/scan.cuh: the items (tiles or
+	// slices) one warp of a col pass takes (phase 1, phase 2, ext fix).
+	scanPass = 2
 )
 
 func scanCeil(a, b int64) int64 { return (a + b - 1) / b }
@@ -576,19 +584,19 @@ func (p *ScanBackward) Run(s *driver.Stream, a *ScanArgs) error {
 				return err
 			}
 			L.phase = scanExtFix
-			return p.launch(lf, s, a, &L, scanCeil(g.nslices, scanWarps))
+			return p.launch(lf, s, a, &L, scanCeil(g.nslices, scanWarps*scanPass))
 		}
 		if p.desc.Op.forwardState() {
 			L.phase = scanFwdTiles
 			tiles := g.grid
 			if !g.row {
-				tiles = scanCeil(g.grid, scanWarps) // a warp per tile
+				tiles = scanCeil(g.grid, scanWarps*scanPass) // a warp per scanPass tiles
 			}
 			if err := p.launch(lf, s, a, &L, tiles); err != nil {
 				return err
 			}
 			L.phase = scanFwdPrefix
-			prefix := scanCeil(g.nslices, scanWarps) // col: a warp per slice
+			prefix := scanCeil(g.nslices, scanWarps*scanPass) // col: a warp per scanPass slices
 			if g.row {
 				prefix = scanCeil(g.nslices, scanBlock) // row: a thread per slice
 			}

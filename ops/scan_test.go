@@ -4,6 +4,9 @@ import (
 	"errors"
 	"math/bits"
 	"math/rand/v2"
+	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"unsafe"
@@ -392,4 +395,42 @@ func FuzzScanDescriptor(f *testing.F) {
 			p.layout(&args, &L)
 		}
 	})
+}
+
+// TestScanConstantsAgree ties the launcher's constants to the #defines
+// and the bf16 run lengths of cumprod, cummax and cummin in gen/scan.cuh:
+// a pass grid computed for another SCAN_PASS would leave tiles or slices
+// without a warp (or run warps past the end), and a col run length that
+// differs from the kernel's would cut tiles the kernel does not expect.
+func TestScanConstantsAgree(t *testing.T) {
+	cuh, err := os.ReadFile("../gen/scan.cuh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]int{"SCAN_THREADS": scanBlock, "SCAN_WARPS": scanWarps, "SCAN_PASS": scanPass} {
+		m := regexp.MustCompile(`(?m)^#define ` + name + ` (\d+)$`).FindSubmatch(cuh)
+		if m == nil {
+			t.Errorf("gen/scan.cuh: no #define %s", name)
+			continue
+		}
+		if got, _ := strconv.Atoi(string(m[1])); got != want {
+			t.Errorf("gen/scan.cuh: %s is %d, ops/scan.go assumes %d", name, got, want)
+		}
+	}
+	for spec, ops := range map[string][]ScanOp{"CumprodBw": {ScanCumprod}, "CumExtBw<E> ": {ScanCummax, ScanCummin}} {
+		m := regexp.MustCompile(`struct ScanItems<__nv_bfloat16, ` + regexp.QuoteMeta(spec) + `> \{\s*static constexpr int row = (\d+), col = (\d+);`).FindSubmatch(cuh)
+		if m == nil {
+			t.Errorf("gen/scan.cuh: no ScanItems<__nv_bfloat16, %s>", spec)
+			continue
+		}
+		for _, op := range ops {
+			row, col := scanItems(op, dtype.BF16)
+			if r, _ := strconv.Atoi(string(m[1])); int64(r) != row {
+				t.Errorf("bf16 %s row run: gen/scan.cuh %d, scanItems %d", op, r, row)
+			}
+			if c, _ := strconv.Atoi(string(m[2])); int64(c) != col {
+				t.Errorf("bf16 %s col run: gen/scan.cuh %d, scanItems %d", op, c, col)
+			}
+		}
+	}
 }
