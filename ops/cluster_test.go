@@ -1,7 +1,6 @@
 package ops
 
 import (
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -51,17 +50,12 @@ func TestReduceClusterSizesAgree(t *testing.T) {
 		}
 	}
 
-	cuh, err := os.ReadFile("../gen/reduce.cuh")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cuh := genSource(t, "reduce.cuh")
 	for name, n := range map[string]int{"RED_CLUSTER_BLOCKS": redCluster, "RED_STRIP_CLUSTER": redStripCluster} {
-		m := regexp.MustCompile(`(?m)^#define ` + name + ` (\d+)$`).FindSubmatch(cuh)
-		if m == nil {
+		got, ok := cuhDefine(cuh, name)
+		if !ok {
 			t.Errorf("gen/reduce.cuh does not define %s", name)
-			continue
-		}
-		if got, _ := strconv.Atoi(string(m[1])); got != n {
+		} else if got != n {
 			t.Errorf("gen/reduce.cuh: %s is %d, the launcher assumes %d", name, got, n)
 		}
 	}

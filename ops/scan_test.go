@@ -4,7 +4,6 @@ import (
 	"errors"
 	"math/bits"
 	"math/rand/v2"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -403,17 +402,12 @@ func FuzzScanDescriptor(f *testing.F) {
 // without a warp (or run warps past the end), and a col run length that
 // differs from the kernel's would cut tiles the kernel does not expect.
 func TestScanConstantsAgree(t *testing.T) {
-	cuh, err := os.ReadFile("../gen/scan.cuh")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cuh := genSource(t, "scan.cuh")
 	for name, want := range map[string]int{"SCAN_THREADS": scanBlock, "SCAN_WARPS": scanWarps, "SCAN_PASS": scanPass} {
-		m := regexp.MustCompile(`(?m)^#define ` + name + ` (\d+)$`).FindSubmatch(cuh)
-		if m == nil {
+		got, ok := cuhDefine(cuh, name)
+		if !ok {
 			t.Errorf("gen/scan.cuh: no #define %s", name)
-			continue
-		}
-		if got, _ := strconv.Atoi(string(m[1])); got != want {
+		} else if got != want {
 			t.Errorf("gen/scan.cuh: %s is %d, ops/scan.go assumes %d", name, got, want)
 		}
 	}
