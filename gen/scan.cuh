@@ -234,17 +234,18 @@ struct CumprodBw : StrongZero {
 	}
 };
 
-// bf16 cumprod col runs hold 14: at 16 the 80 registers of the compute_80
+// bf16 cumprod col runs hold 15: at 16 the 80 registers of the compute_80
 // build (3 blocks per SM) spilled loaded values between the operands'
 // loads, each spill store waiting for its load, so the tile made one
-// round trip per operand (ncu); at 14 nothing spills (92 -> 82 us for
-// 4096x4096 along axis 0 on an H100, docs/benchmarks.md). logcumsumexp
-// issues its loads before its spills and lost at 14 and 12.
+// round trip per operand (ncu); at 15 nothing spills (92 -> 80 us for
+// 4096x4096 along axis 0 on an H100; 14 measured 81.3, 12 86.3;
+// docs/benchmarks.md). logcumsumexp issues its loads before its spills
+// and lost at 14 and 12.
 template <typename T> struct ScanItems<T, CumprodBw> {
 	static constexpr int row = sizeof(T) == 8 ? 8 : 16, col = row;
 };
 template <> struct ScanItems<__nv_bfloat16, CumprodBw> {
-	static constexpr int row = 16, col = 14;
+	static constexpr int row = 16, col = 15;
 };
 
 __device__ __forceinline__ float scan_fmax(float a, float b) { return fmaxf(a, b); }
@@ -337,8 +338,8 @@ template <typename T, int E> struct ScanItems<T, CumExtBw<E> > {
 // (ScanRun::load): at 32, held at once they spilled 306 bytes and ran
 // slower than one operand after the other (a round trip each); at 20
 // nothing spills and both go out at once (69 -> 66 us for 4096x4096
-// along axis 0 on an H100, docs/benchmarks.md; 24 spilled 72 bytes and
-// measured 68).
+// along axis 0 on an H100, docs/benchmarks.md; 22, without spills, and
+// 24, with 72 bytes, measured 68).
 template <int E> struct ScanItems<__nv_bfloat16, CumExtBw<E> > {
 	static constexpr int row = 32, col = 20;
 };

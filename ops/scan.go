@@ -206,7 +206,7 @@ func scanItems(op ScanOp, dt dtype.DType) (row, col int64) {
 		return 8, 8
 	}
 	if op == ScanCumprod && dt == dtype.BF16 {
-		return 16, 14 // 16 spills within the compute_80 build's 80 registers
+		return 16, 15 // 16 spills within the compute_80 build's 80 registers
 	}
 	return 16, 16
 }
