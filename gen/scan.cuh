@@ -241,9 +241,6 @@ struct CumprodBw : StrongZero {
 // 4096x4096 along axis 0 on an H100; 14 measured 81.3, 12 86.3;
 // docs/benchmarks.md). logcumsumexp issues its loads before its spills
 // and lost at 14 and 12.
-template <typename T> struct ScanItems<T, CumprodBw> {
-	static constexpr int row = sizeof(T) == 8 ? 8 : 16, col = row;
-};
 template <> struct ScanItems<__nv_bfloat16, CumprodBw> {
 	static constexpr int row = 16, col = 15;
 };
@@ -1365,7 +1362,7 @@ __device__ __forceinline__ void scan_fwd_tiles_col(const T* __restrict__ x, cons
 			const i64 tk0 = q * tile, tk1 = tk0 + tile < L.n ? tk0 + tile : L.n;
 			i64 off[4];
 			scan_slice_offsets(L, s, off);
-			ye[j] = to_op(scan_ld(y + off[2] + (rev ? tk0 : tk1 - 1) * L.astride[2]));
+			ye[j] = tile_y_end<T, Op>(y, L, off, rev ? tk0 : tk1 - 1);
 		}
 	}
 #pragma unroll
