@@ -58,8 +58,10 @@
 // Blocks take tiles through a ticket counter in carry order (the last tile
 // in scan order first) and chain them with the look-back; a tile only waits
 // on tiles with lower tickets, which are running or done. With a forward
-// state, two passes run first: phase 1 writes each tile's forward
-// aggregate, phase 2 turns them into exclusive prefixes per slice.
+// state, the row mapping runs two passes first: phase 1 writes each tile's
+// forward aggregate, phase 2 turns them into exclusive prefixes per slice.
+// The col mapping's cumprod computes the state in the main launch, and
+// only for the look-back units whose dx depends on it (scan_fwd_claim).
 //
 // cummax and cummin in the col mapping take another order (ext),
 // which reads x once rather than twice: tiles go in scan order and chain
@@ -76,10 +78,10 @@
 
 #define SCAN_THREADS 256
 #define SCAN_WARPS 8
-// SCAN_PASS is how many items (tiles, or slices) one warp of a col pass
-// takes (phase 1, phase 2 and the ext fix), their loads issued together:
-// at 3 blocks per SM a pass of a warp per item ran in two waves, each
-// waiting out its loads; ops/scan.go's scanPass mirrors it.
+// SCAN_PASS is how many slices one warp of the ext fix pass takes, their
+// loads issued together: at 3 blocks per SM a pass of a warp per item ran
+// in two waves, each waiting out its loads; ops/scan.go's scanPass
+// mirrors it.
 #ifndef SCAN_PASS
 #define SCAN_PASS 2
 #endif
@@ -107,10 +109,11 @@ struct ScanLayout {
 	i64 ws_flags;                // workspace byte offsets: tile flags,
 	i64 ws_agg;                  // tile maps, values after them,
 	i64 ws_incl;                 // forward values and (ext order) the
-	i64 ws_fwd;                  // take-over records; the ticket
-	i64 ws_fix;                  // counter is at offset 0
+	i64 ws_fwd;                  // take-over records, the col
+	i64 ws_fix;                  // cumprod's claim flags; the ticket
+	i64 ws_claim;                // counter is at offset 0
 };
-static_assert(sizeof(ScanLayout) == 496, "ScanLayout must match ops/scan.go");
+static_assert(sizeof(ScanLayout) == 504, "ScanLayout must match ops/scan.go");
 
 // FixRec is a tile's take-over record (ext order): dx at its last take-over
 // k* without the carry, and k* as an offset in the tile.
@@ -800,6 +803,15 @@ struct ScanRun {
 	// filled y before lo with yb).
 	__device__ __forceinline__ M y_before(int i) const { return i > 0 ? yv[i > 0 ? i - 1 : 0] : yb; }
 
+	// nan_before: y before some element of the run is NaN (cumprod's dx
+	// depends on the forward state only there, see scan_fwd_claim).
+	__device__ __forceinline__ bool nan_before() const {
+		bool nan = false;
+#pragma unroll
+		for (int i = 0; i < N; ++i) nan = nan | bc_isnan(y_before(i));
+		return nan;
+	}
+
 	// valid_mask has bit i set for the valid indices [lo, hi).
 	__device__ __forceinline__ unsigned valid_mask() const {
 		const unsigned below_hi = hi >= 32 ? 0xffffffffu : (1u << hi) - 1u;
@@ -1231,9 +1243,10 @@ __device__ __forceinline__ i64 scan_ticket(unsigned char* ws) {
 
 // scan_fwd_prefix (phase 2, row mapping): one thread per slice turns the
 // forward aggregates of its tiles into exclusive prefixes in scan order,
-// loading eight at a time. (The row kernels keep this form: with the warp
-// form below in the same kernel, ptxas gives the cumprod row kernels 128
-// registers instead of 102, and they measured 5% slower on an H100.)
+// loading eight at a time. (The row kernels kept this form when the col
+// kernels had a warp form of phase 2: with that form in the same kernel,
+// ptxas gave the cumprod row kernels 128 registers instead of 102, and
+// they measured 5% slower on an H100.)
 template <typename T, typename Op>
 __device__ __forceinline__ void scan_fwd_prefix(unsigned char* __restrict__ ws, const ScanLayout& L) {
 	typedef typename OpMath<T>::type M;
@@ -1262,67 +1275,30 @@ __device__ __forceinline__ void scan_fwd_prefix(unsigned char* __restrict__ ws, 
 	}
 }
 
-// scan_fwd_prefix_warp (phase 2, col mapping): one warp per SCAN_PASS
-// slices turns the forward aggregates of their tiles into exclusive
-// prefixes in scan order, 32 tiles at a time (lane j: the round's j-th
-// tile in scan order) with a shuffle scan, the round's loads of every
-// slice first; the forward combines are exact and commutative, so the
-// grouping changes no value. (The thread-per-slice form waits for each
-// batch of loads in turn: 8-9 us for 4096 slices of 32 tiles on an H100.)
-template <typename T, typename Op>
-__device__ __forceinline__ void scan_fwd_prefix_warp(unsigned char* __restrict__ ws, const ScanLayout& L) {
-	typedef typename OpMath<T>::type M;
-	if (!Op::fwd) return;
-	M* fwdbuf = reinterpret_cast<M*>(ws + L.ws_fwd);
-	const int lane = threadIdx.x & 31;
-	const i64 s0 = ((i64)blockIdx.x * SCAN_WARPS + (threadIdx.x >> 5)) * SCAN_PASS;
-	if (s0 >= L.nslices) return;
-	const bool rev = L.reverse != 0;
-	M carry[SCAN_PASS];
-#pragma unroll
-	for (int j = 0; j < SCAN_PASS; ++j) carry[j] = Op::template fwd_identity<M>();
-	for (i64 i0 = 0; i0 < L.chunks; i0 += 32) {
-		const i64 i = i0 + lane;
-		const i64 q = rev ? L.chunks - 1 - i : i;
-		M e[SCAN_PASS];
-#pragma unroll
-		for (int j = 0; j < SCAN_PASS; ++j) {
-			e[j] = Op::template fwd_identity<M>();
-			if (i < L.chunks && s0 + j < L.nslices) e[j] = fwdbuf[q * L.nslices + s0 + j];
-		}
-#pragma unroll
-		for (int j = 0; j < SCAN_PASS; ++j) {
-			M tot;
-			const M ex = warp_fwd_scan<Op>(e[j], lane, false, tot);
-			if (i < L.chunks && s0 + j < L.nslices) fwdbuf[q * L.nslices + s0 + j] = Op::fwd_combine(carry[j], ex);
-			carry[j] = Op::fwd_combine(carry[j], tot);
-		}
-	}
-}
-
-// scan_fill_slots (phase 1): the ops with a forward state fill the
-// look-back part of the workspace in their first pass rather than by a
-// memset before it (one launch fewer): every tile row q and slice s sets
-// its map and value slots to SCAN_NONE bytes (with double opmath the
-// unit's flag too), and the pass's first thread the ticket counter. The
-// main launch runs after phase 2, so it sees every slot filled.
+// scan_fill_slots (phase 1, row mapping): the ops with a forward state
+// fill the look-back part of the workspace in their first pass rather
+// than by a memset before it (one launch fewer): every tile row q and
+// slice s sets its map and value slots to SCAN_NONE bytes (with double
+// opmath the slice's flag too), and the pass's first thread the ticket
+// counter. The main launch runs after phase 2, so it sees every slot
+// filled.
 template <typename M>
 __device__ __forceinline__ void scan_fill_slots(unsigned char* __restrict__ ws, const ScanLayout& L, i64 q, i64 s,
-		i64 unit, bool flag, bool first) {
+		bool first) {
 	if (first) *reinterpret_cast<unsigned long long*>(ws) = ~0ULL;
 	const i64 e = q * L.nslices + s;
 	if (sizeof(M) == 4) {
 		reinterpret_cast<unsigned long long*>(ws + L.ws_agg)[e] = ~0ULL;
 		reinterpret_cast<unsigned*>(ws + L.ws_incl)[e] = SCAN_NONE;
 	} else {
-		if (flag) reinterpret_cast<unsigned*>(ws + L.ws_flags)[q * L.units + unit] = SCAN_NONE;
+		reinterpret_cast<unsigned*>(ws + L.ws_flags)[q * L.units + s] = SCAN_NONE;
 		reinterpret_cast<uint4*>(ws + L.ws_agg)[e] = make_uint4(SCAN_NONE, SCAN_NONE, SCAN_NONE, SCAN_NONE);
 		reinterpret_cast<unsigned long long*>(ws + L.ws_incl)[e] = ~0ULL;
 	}
 }
 
-// tile_needs_x (phase 1): whether a tile must read x for its forward
-// aggregate; cumprod's tile has no zero when ye, y at its last element in
+// tile_needs_x (phase 1, scan_fwd_claim): whether a tile must read x for
+// its forward aggregate; cumprod's tile has no zero when ye, y at its last element in
 // scan order, is nonzero and not NaN (tile_y_end loads it).
 template <typename Op, typename M> __device__ __forceinline__ bool tile_needs_x(M ye) {
 	return !Op::fwd_shortcut || ye == M(0) || bc_isnan(ye);
@@ -1335,50 +1311,50 @@ __device__ __forceinline__ typename OpMath<T>::type tile_y_end(const T* __restri
 	return to_op(scan_ld(y + off[2] + ke * L.astride[2]));
 }
 
-// scan_fwd_tiles_col (phase 1, col mapping): the forward aggregate of
-// every tile, one warp per SCAN_PASS tiles of a look-back unit (lane:
-// slice), so that a tile whose y tells it has nothing to fold costs one
-// load, not a block of 256 threads (a block per tile took 40 us for 4096
-// such tiles on an H100), and the warp's y loads go out together. A lane
-// that must read x walks the tile's rows itself, 8 loads at a time, each
-// batch folded by Op::fold (x_fill past the tile changes nothing).
+// scan_fwd_unit and scan_fwd_wait (cumprod, col mapping, chunked): the
+// forward state before each tile, computed in the main launch and only
+// where dx can depend on it. It changes dx_k only where y before k is
+// NaN: a y that is a number other than 0 says no zero came before k (a
+// zero makes every later y 0 or NaN), and with y before k = 0, c_k is 0
+// either way (CumprodBw::prep). A NaN y stays NaN to the slice's end, so
+// the unit's first tile in carry order (the last in scan order; every
+// other tile of the unit waits on it through the look-back) reads y at
+// the end of its 32 slices before anything else. Where one is NaN it
+// writes the state before every tile of the unit's slices: each warp
+// takes tiles warp, warp + 8, ..., tells from y at a tile's end whether
+// it can hold a zero (tile_y_end, tile_needs_x) and if so reads its x, 8
+// loads at a time; per slice the block takes the first tile in scan
+// order with a zero, and the state is 1 after it. Its unit flag (SCAN_NONE
+// before the launch) then says 2, or 1 where no slice ended in NaN. A
+// tile whose run sees a NaN y before an element waits for the flag (the
+// first tile waits on nobody) and reads its state (scan_fwd_wait). Most
+// inputs never ask, and no pass runs before the main launch. No tile of
+// the unit has stored dx yet while the first tile reads x (dx may be
+// written over x, in place).
 template <typename T, typename Op>
-__device__ __forceinline__ void scan_fwd_tiles_col(const T* __restrict__ x, const T* __restrict__ y,
-		unsigned char* __restrict__ ws, const ScanLayout& L) {
+__device__ __forceinline__ void scan_fwd_unit(const T* __restrict__ x, const T* __restrict__ y,
+		unsigned char* __restrict__ ws, const ScanLayout& L, i64 unit, i64 s, bool has) {
 	typedef typename OpMath<T>::type M;
-	if (!Op::fwd) return;
-	const int lane = threadIdx.x & 31;
-	const i64 w0 = ((i64)blockIdx.x * SCAN_WARPS + (threadIdx.x >> 5)) * SCAN_PASS;
-	const i64 tile = (i64)L.split * L.items;
+	__shared__ i64 s_first[SCAN_WARPS][32];
+	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 	const bool rev = L.reverse != 0;
-	// Item j is tile w0 + j of the pass's order (tile row q, unit).
-	M ye[SCAN_PASS];
-#pragma unroll
-	for (int j = 0; j < SCAN_PASS; ++j) {
-		const i64 w = w0 + j;
-		const i64 q = w / L.units, s = (w - q * L.units) * 32 + lane;
-		ye[j] = M(0);  // reads as "needs x"
-		if (Op::fwd_shortcut && w < L.chunks * L.units && s < L.nslices) {
-			const i64 tk0 = q * tile, tk1 = tk0 + tile < L.n ? tk0 + tile : L.n;
-			i64 off[4];
-			scan_slice_offsets(L, s, off);
-			ye[j] = tile_y_end<T, Op>(y, L, off, rev ? tk0 : tk1 - 1);
-		}
-	}
-#pragma unroll
-	for (int j = 0; j < SCAN_PASS; ++j) {
-		const i64 w = w0 + j;
-		const i64 q = w / L.units, unit = w - q * L.units;
-		const i64 s = unit * 32 + lane;
-		if (w >= L.chunks * L.units || s >= L.nslices) continue;
-		scan_fill_slots<M>(ws, L, q, s, unit, lane == 0, w == 0 && lane == 0);
-		const i64 tk0 = q * tile, tk1 = tk0 + tile < L.n ? tk0 + tile : L.n;
-		M f = Op::template fwd_identity<M>();
-		if (tile_needs_x<Op>(ye[j])) {
-			i64 off[4];
-			scan_slice_offsets(L, s, off);
+	i64 off[4];
+	scan_slice_offsets(L, has ? s : 0, off);
+	M ye = M(0);
+	if (warp == 0 && has) ye = tile_y_end<T, Op>(y, L, off, rev ? 0 : L.n - 1);
+	const bool need = __syncthreads_or(bc_isnan(ye));
+	if (need) {
+		M* fwdbuf = reinterpret_cast<M*>(ws + L.ws_fwd);
+		const i64 tile = (i64)L.split * L.items;
+		i64 first = L.chunks;  // the first tile with a zero, in scan order
+		for (i64 qq = warp; qq < L.chunks; qq += SCAN_WARPS) {
+			const i64 pos = rev ? L.chunks - 1 - qq : qq;
+			const i64 tk0 = qq * tile, tk1 = tk0 + tile < L.n ? tk0 + tile : L.n;
+			if (!has || pos >= first || !tile_needs_x<Op>(tile_y_end<T, Op>(y, L, off, rev ? tk0 : tk1 - 1)))
+				continue;
 			const T* p = x + off[1];
 			const i64 st = L.astride[1];
+			M f = Op::template fwd_identity<M>();
 			for (i64 k = tk0; k < tk1; k += 8) {
 				M v[8];
 #pragma unroll
@@ -1386,9 +1362,37 @@ __device__ __forceinline__ void scan_fwd_tiles_col(const T* __restrict__ x, cons
 					v[i] = k + i < tk1 ? to_op(scan_ld(p + (k + i) * st)) : Op::template x_fill<M>();
 				f = Op::fwd_combine(f, Op::template fold<M, 8>(v));
 			}
+			if (f != Op::template fwd_identity<M>()) first = pos;
 		}
-		reinterpret_cast<M*>(ws + L.ws_fwd)[q * L.nslices + s] = f;
+		s_first[warp][lane] = first;
+		__syncthreads();
+		for (int w = 0; w < SCAN_WARPS; ++w) first = s_first[w][lane] < first ? s_first[w][lane] : first;
+		if (has) {
+			for (i64 qq = warp; qq < L.chunks; qq += SCAN_WARPS) {
+				const i64 pos = rev ? L.chunks - 1 - qq : qq;
+				fwdbuf[qq * L.nslices + s] = pos > first ? M(1) : Op::template fwd_identity<M>();
+			}
+		}
+		fence_gpu();
+		__syncthreads();
 	}
+	if (threadIdx.x == 0) st_flag(reinterpret_cast<unsigned*>(ws + L.ws_claim) + unit, need ? 2u : 1u);
+}
+
+template <typename Op, typename M>
+__device__ __forceinline__ M scan_fwd_wait(unsigned char* __restrict__ ws, const ScanLayout& L, i64 q, i64 unit,
+		i64 s, bool has) {
+	__shared__ unsigned s_state;
+	if (threadIdx.x == 0) {
+		const unsigned* flag = reinterpret_cast<const unsigned*>(ws + L.ws_claim) + unit;
+		unsigned st;
+		while ((st = ld_flag(flag)) == SCAN_NONE) __nanosleep(64);
+		fence_gpu();
+		s_state = st;
+	}
+	__syncthreads();
+	if (s_state != 2u || !has) return Op::template fwd_identity<M>();
+	return ld_cg(reinterpret_cast<const M*>(ws + L.ws_fwd) + q * L.nslices + s);
 }
 
 // ---- row mapping ---------------------------------------------------------
@@ -1443,7 +1447,7 @@ __device__ __forceinline__ void scan_backward_row(const T* __restrict__ dy, cons
 
 	if (L.phase == SCAN_FWD_TILES) {
 		// The tile's forward aggregate (one slice per block).
-		if (tid == 0) scan_fill_slots<M>(ws, L, q, s, s, true, blockIdx.x == 0);
+		if (tid == 0) scan_fill_slots<M>(ws, L, q, s, blockIdx.x == 0);
 		if (!tile_needs_x<Op>(tile_y_end<T, Op>(y, L, off, rev ? tk0 : tk1 - 1))) cnt = 0;
 		r.init(k0, cnt, rev);
 		r.load_x(x, L, off, vec);
@@ -1576,16 +1580,8 @@ __device__ __forceinline__ void scan_backward_col(const T* __restrict__ dy, cons
 	// then SCAN_EXT_FIX) and the other ops never do, so each op's col
 	// kernel compiles only the phases it runs: without the others' code
 	// the bf16 cummax and cummin kernels spill less and run faster.
-	if (L.phase == SCAN_FWD_PREFIX) {
-		if (!Op::mask_factors) scan_fwd_prefix_warp<T, Op>(ws, L);
-		return;
-	}
 	if (L.phase == SCAN_EXT_FIX) {
 		if (Op::mask_factors) scan_ext_fix<T, Op>(dx, ws, L);
-		return;
-	}
-	if (L.phase == SCAN_FWD_TILES) {
-		if (!Op::mask_factors) scan_fwd_tiles_col<T, Op>(x, y, ws, L);
 		return;
 	}
 	const bool chunked = L.chunks > 1;
@@ -1596,7 +1592,6 @@ __device__ __forceinline__ void scan_backward_col(const T* __restrict__ dy, cons
 	const int split = L.split;  // warps along the axis: 1..8
 	const int cgi = warp / split, wr = warp % split, w0 = cgi * split;
 	const int items = L.items;
-	M* fwdbuf = reinterpret_cast<M*>(ws + L.ws_fwd);
 
 	i64 unit, c = 0, q = 0;
 	if (chunked) {
@@ -1619,12 +1614,17 @@ __device__ __forceinline__ void scan_backward_col(const T* __restrict__ dy, cons
 	scan_slice_offsets(L, has ? s : 0, off);
 	Run r;
 
+	// Chunked cumprod: the unit's first tile finds whether the unit needs
+	// its forward state, and writes it if so (before it loads its run).
+	if (Op::fwd_shortcut && chunked && c == 0) scan_fwd_unit<T, Op>(x, y, ws, L, unit, s, has);
 	r.init(k0, cnt, rev);
 	r.load(dy, x, y, L, off, false);
 	M f = Op::template fwd_identity<M>();
 	const bool fast = r.direct_ok();  // as in the row kernel
 	if (Op::fwd && (!Direct<Op>::on || __syncthreads_or(!fast))) {
-		if (chunked && has && !ext) f = __ldcg(&fwdbuf[q * L.nslices + s]);
+		// Chunked cumprod: the state before the tile, where a NaN y asks.
+		if (Op::fwd_shortcut && chunked && __syncthreads_or(!fast && r.nan_before()))
+			f = scan_fwd_wait<Op, M>(ws, L, q, unit, s, has);
 		s_fwd[warp][lane] = r.fwd_total();
 		__syncthreads();
 		if (ext) {

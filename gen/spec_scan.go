@@ -4,7 +4,8 @@ package main
 // logcumsumexp). Two variants share the ABI: "row" for a scan along the
 // innermost dim (threads of a block along the axis) and "col" for any
 // other (lanes across slices, warps along the axis). Each kernel also runs
-// the two forward-state passes of long axes (L.phase). Layout is
+// the passes of long axes (L.phase): the row kernels' two forward-state
+// passes, the col kernels' ext fix pass. Layout is
 // ScanLayout in scan.cuh (mirrored by scanLayout in ops/scan.go).
 var scanFamily = Family{
 	Name:   "scan",
@@ -17,7 +18,7 @@ var scanFamily = Family{
 		ptrParam("y", "const T* __restrict__"),
 		ptrParam("dx", "T* __restrict__"),
 		ptrParam("ws", "void* __restrict__"),
-		{Name: "L", C: "ScanLayout", PTX: "b8", Size: 496, Align: 8},
+		{Name: "L", C: "ScanLayout", PTX: "b8", Size: 504, Align: 8},
 	},
 	DTypes: allDTypes,
 	Ops: []Op{

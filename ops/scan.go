@@ -145,8 +145,11 @@ type ScanBackward struct {
 //
 // A slice longer than one tile (row: 256*rowN, col: 8*colN elements) is cut
 // into chunks tiles that chain through the workspace (a decoupled look-back
-// in one kernel); with a forward state two passes (tile aggregates, then
-// their prefixes) run first. cummax and cummin in the col mapping (ext)
+// in one kernel). With a forward state, the row mapping runs two passes
+// first (tile aggregates, then their prefixes); cumprod in the col mapping
+// computes it in the main launch, only for the 32-slice groups where a
+// NaN y makes dx depend on it (gen/scan.cuh, scan_fwd_claim), so that
+// most inputs need no pass at all. cummax and cummin in the col mapping (ext)
 // chain the forward state through the look-back instead, tiles in scan
 // order, and a pass after the kernel adds the carry at each tile's last
 // take-over (gen/scan.cuh explains why that is the only element it
@@ -166,16 +169,18 @@ type scanGeom struct {
 
 // scanWorkspace is the workspace layout in bytes: a ticket counter at 0,
 // a flag per tile and unit (f64 only: the float look-back's values are
-// their own flags), then per tile and slice the tile's map, the
+// their own flags), a claim flag per unit (col cumprod only), then per
+// tile and slice the tile's map, the
 // value after it and its forward prefix (or value, in the ext order);
 // float cumsum keeps its map (a sum) and the value after it in one slot
 // of the map part, and has no incl part. [0, zero) is filled with 0xff
-// bytes before each main launch (a memset, or with a forward state the
-// first pass): the ticket counter starts at all ones, and the look-back's
-// flags (double opmath) and values (float opmath: each its own flag) read
-// as not yet written (SCAN_NONE in gen/scan.cuh).
+// bytes before each main launch (a memset, or the row mapping's first
+// forward-state pass): the ticket counter starts at all ones, and the
+// look-back's flags (double opmath) and values (float opmath: each its
+// own flag) and the claim flags read as not yet written (SCAN_NONE in
+// gen/scan.cuh).
 type scanWorkspace struct {
-	flags, zero, agg, incl, fwd, fix, size int64
+	flags, claim, zero, agg, incl, fwd, fix, size int64
 }
 
 // scanItems mirrors ScanItems in gen/scan.cuh: elements per thread per
@@ -214,8 +219,8 @@ func scanItems(op ScanOp, dt dtype.DType) (row, col int64) {
 const (
 	scanBlock = 256
 	scanWarps = scanBlock / 32
-	// scanPass mirrors SCAN_PASS in gen/scan.cuh: the items (tiles or
-	// slices) one warp of a col pass takes (phase 1, phase 2, ext fix).
+	// scanPass mirrors SCAN_PASS in gen/scan.cuh: the slices one warp of
+	// the ext fix pass takes.
 	scanPass = 2
 )
 
@@ -266,9 +271,14 @@ func newScanGeom(op ScanOp, dt dtype.DType, shape []int, axis int, elems int64) 
 		g.ext = !g.row && (op == ScanCummax || op == ScanCummin)
 		w := &g.ws
 		w.flags = 16
-		w.agg = w.flags
+		w.claim = w.flags
 		if dt == dtype.F64 {
-			w.agg = scanAlign16(w.flags + g.chunks*g.units*4)
+			w.claim = scanAlign16(w.flags + g.chunks*g.units*4)
+		}
+		w.agg = w.claim
+		if g.lazyFwd(op) {
+			// A claim flag per unit (gen/scan.cuh, scan_fwd_claim).
+			w.agg = scanAlign16(w.claim + g.units*4)
 		}
 		mapBytes, inclBytes := 2*msize, msize
 		if op == ScanCumsum && dt != dtype.F64 {
@@ -292,6 +302,14 @@ func newScanGeom(op ScanOp, dt dtype.DType, shape []int, axis int, elems int64) 
 		}
 	}
 	return g
+}
+
+// lazyFwd: the forward state is computed in the main launch, where dx
+// depends on it (cumprod in the col mapping), rather than by two passes
+// before it (the row mapping's cumprod; cummax and cummin chain it
+// through the look-back).
+func (g *scanGeom) lazyFwd(op ScanOp) bool {
+	return op == ScanCumprod && !g.row && g.chunks > 1
 }
 
 // NewScanBackward validates desc and selects the kernel (row or col, from
@@ -470,7 +488,7 @@ type scanLayout struct {
 	sstride                   [4][MaxRank - 1]int64 // dy, x, y, dx
 	astride                   [4]int64
 	wsFlags, wsAgg, wsIncl    int64
-	wsFwd, wsFix              int64
+	wsFwd, wsFix, wsClaim     int64
 }
 
 // Kernel phases (SCAN_MAIN, SCAN_FWD_TILES, SCAN_FWD_PREFIX,
@@ -490,7 +508,7 @@ func (p *ScanBackward) layout(a *ScanArgs, L *scanLayout) {
 	g := &p.geom
 	*L = scanLayout{n: g.n, nslices: g.nslices, chunks: g.chunks, units: g.units,
 		split: g.split, items: g.items, phase: scanMain,
-		wsFlags: g.ws.flags, wsAgg: g.ws.agg, wsIncl: g.ws.incl, wsFwd: g.ws.fwd, wsFix: g.ws.fix}
+		wsFlags: g.ws.flags, wsAgg: g.ws.agg, wsIncl: g.ws.incl, wsFwd: g.ws.fwd, wsFix: g.ws.fix, wsClaim: g.ws.claim}
 	if p.desc.Reverse {
 		L.reverse = 1
 	}
@@ -549,9 +567,9 @@ func (p *ScanBackward) layout(a *ScanArgs, L *scanLayout) {
 }
 
 // Run validates args and enqueues the backward on s: with a workspace,
-// two forward-state passes for cumprod, cummax and cummin (the first fills
-// the look-back part; otherwise a memset does), then the scan kernel
-// (ext: a memset, the scan-order kernel, then its fix
+// in the row mapping two forward-state passes for cumprod, cummax and
+// cummin (the first fills the look-back part; otherwise a memset does),
+// then the scan kernel (ext: a memset, the scan-order kernel, then its fix
 // pass). It never allocates device memory, copies from the host or
 // synchronizes.
 func (p *ScanBackward) Run(s *driver.Stream, a *ScanArgs) error {
@@ -572,9 +590,11 @@ func (p *ScanBackward) Run(s *driver.Stream, a *ScanArgs) error {
 	p.layout(a, &L)
 	g := &p.geom
 	if g.chunks > 1 {
-		// The forward-state passes fill the look-back part themselves
-		// (gen/scan.cuh, scan_fill_slots); the other orders need a memset.
-		if g.ext || !p.desc.Op.forwardState() {
+		// The row mapping's forward-state passes fill the look-back part
+		// themselves (gen/scan.cuh, scan_fill_slots); the rest need a
+		// memset.
+		passes := g.row && p.desc.Op.forwardState()
+		if !passes {
 			if err := s.MemsetD8Async(a.Workspace.Slice(0, g.ws.zero), 0xff); err != nil {
 				return err
 			}
@@ -586,21 +606,13 @@ func (p *ScanBackward) Run(s *driver.Stream, a *ScanArgs) error {
 			L.phase = scanExtFix
 			return p.launch(lf, s, a, &L, scanCeil(g.nslices, scanWarps*scanPass))
 		}
-		if p.desc.Op.forwardState() {
-			L.phase = scanFwdTiles
-			tiles := g.grid
-			if !g.row {
-				tiles = scanCeil(g.grid, scanWarps*scanPass) // a warp per scanPass tiles
-			}
-			if err := p.launch(lf, s, a, &L, tiles); err != nil {
+		if passes {
+			L.phase = scanFwdTiles // a block per tile
+			if err := p.launch(lf, s, a, &L, g.grid); err != nil {
 				return err
 			}
-			L.phase = scanFwdPrefix
-			prefix := scanCeil(g.nslices, scanWarps*scanPass) // col: a warp per scanPass slices
-			if g.row {
-				prefix = scanCeil(g.nslices, scanBlock) // row: a thread per slice
-			}
-			if err := p.launch(lf, s, a, &L, prefix); err != nil {
+			L.phase = scanFwdPrefix // a thread per slice
+			if err := p.launch(lf, s, a, &L, scanCeil(g.nslices, scanBlock)); err != nil {
 				return err
 			}
 			L.phase = scanMain

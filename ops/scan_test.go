@@ -21,8 +21,8 @@ func init() {
 }
 
 func TestScanLayoutSize(t *testing.T) {
-	if s := unsafe.Sizeof(scanLayout{}); s != 496 {
-		t.Fatalf("scanLayout is %d bytes; ScanLayout in gen/scan.cuh is 496", s)
+	if s := unsafe.Sizeof(scanLayout{}); s != 504 {
+		t.Fatalf("scanLayout is %d bytes; ScanLayout in gen/scan.cuh is 504", s)
 	}
 	if o := unsafe.Offsetof(scanLayout{}.sstride); o != 200 {
 		t.Errorf("sstride at offset %d, want 200", o)
@@ -32,6 +32,9 @@ func TestScanLayoutSize(t *testing.T) {
 	}
 	if o := unsafe.Offsetof(scanLayout{}.wsFix); o != 488 {
 		t.Errorf("wsFix at offset %d, want 488", o)
+	}
+	if o := unsafe.Offsetof(scanLayout{}.wsClaim); o != 496 {
+		t.Errorf("wsClaim at offset %d, want 496", o)
 	}
 }
 
@@ -172,20 +175,29 @@ func TestScanGeometry(t *testing.T) {
 	if w.agg != scanAlign16(16+49*4) || w.incl != w.agg+49*16 || w.fwd != scanAlign16(w.incl+49*8) || w.zero != w.fwd {
 		t.Errorf("cumsum f64 workspace layout %+v", w)
 	}
-	// f64: a flag per tile and unit before the maps (16 bytes each).
+	// f64: a flag per tile and unit before the maps (16 bytes each); col
+	// cumprod: a claim flag per unit after them (4 bytes each).
 	p, _ = NewScanBackward(ScanDesc{Op: ScanCumprod, DType: dtype.F64, Shape: []int{4096, 4096}})
 	w = p.geom.ws
-	if p.geom.ext || w.agg != 16+64*128*4 || w.incl != w.agg+64*4096*16 || w.fwd != w.incl+64*4096*8 ||
-		w.zero != w.fwd || w.size != w.fwd+64*4096*8 {
+	if p.geom.ext || w.claim != 16+64*128*4 || w.agg != w.claim+128*4 || w.incl != w.agg+64*4096*16 ||
+		w.fwd != w.incl+64*4096*8 || w.zero != w.fwd || w.size != w.fwd+64*4096*8 {
 		t.Errorf("f64 workspace layout %+v", w)
 	}
-	// cumprod keeps the forward passes; cummax along rows too.
+	// cumprod keeps its forward values (col: computed where asked; row:
+	// the forward passes), cummax along rows too; only col cumprod has
+	// claim flags.
 	for _, d := range []ScanDesc{
 		{Op: ScanCumprod, DType: dtype.F32, Shape: []int{4096, 4096}},
+		{Op: ScanCumprod, DType: dtype.F32, Shape: []int{3, 100000}, Axis: 1},
 		{Op: ScanCummax, DType: dtype.F32, Shape: []int{3, 100000}, Axis: 1},
 	} {
 		p, _ := NewScanBackward(d)
-		if w := p.geom.ws; p.geom.ext || p.geom.chunks < 2 || w.fix != 0 || w.zero != w.fwd || w.size != scanAlign16(w.fwd+p.geom.chunks*p.geom.nslices*4) {
+		claims := int64(0)
+		if p.geom.lazyFwd(d.Op) {
+			claims = p.geom.units * 4
+		}
+		if w := p.geom.ws; p.geom.ext || p.geom.chunks < 2 || w.fix != 0 || w.agg != w.claim+claims || w.zero != w.fwd ||
+			w.size != scanAlign16(w.fwd+p.geom.chunks*p.geom.nslices*4) || p.geom.lazyFwd(d.Op) == p.geom.row {
 			t.Errorf("%s %v: workspace layout %+v (ext %v)", d.Op, d.Shape, w, p.geom.ext)
 		}
 	}
@@ -398,7 +410,7 @@ func FuzzScanDescriptor(f *testing.F) {
 
 // TestScanConstantsAgree ties the launcher's constants to the #defines
 // and the bf16 run lengths of cumprod, cummax and cummin in gen/scan.cuh:
-// a pass grid computed for another SCAN_PASS would leave tiles or slices
+// a fix pass grid computed for another SCAN_PASS would leave slices
 // without a warp (or run warps past the end), and a col run length that
 // differs from the kernel's would cut tiles the kernel does not expect.
 func TestScanConstantsAgree(t *testing.T) {
