@@ -345,10 +345,14 @@ template <int E> struct ScanItems<__nv_bfloat16, CumExtBw<E> > {
 };
 
 // scan_exp is exp, or for a 16-bit dtype (Narrow) the hardware's 2^x of
-// x * log2(e): relative error near 2^-21 for the arguments that matter
-// (|x| < 104; beyond, the result is 0 or inf either way), far below the
-// 2^-9 (bf16) or 2^-12 (f16) of the rounding to the dtype, in about a third
-// of expf's instructions. The non-ftz form keeps subnormal results.
+// x * log2(e), squared from 2^(x log2(e) / 2): relative error near 2^-20
+// for the arguments that matter (|x| < 104; beyond, the result is 0 or inf
+// either way), far below the 2^-9 (bf16) or 2^-12 (f16) of the rounding
+// to the dtype. The ftz form of ex2 flushes subnormal results, but half
+// the exponent keeps every result of x >= -174 normal, and the square (a
+// plain multiply) rounds into the subnormals as exp does: three
+// instructions, where the non-ftz ex2 tests its argument and scales
+// before and after under a predicate (six, and a predicate register).
 // -DSCAN_PRECISE_EXP (NVCC_EXTRA of scripts/ptx-variant.sh) builds expf
 // instead, to time the two.
 template <bool Fast, typename M> __device__ __forceinline__ M scan_exp(M v) { return bc_exp(v); }
@@ -357,8 +361,8 @@ template <> __device__ __forceinline__ float scan_exp<true, float>(float v) {
 	return bc_exp(v);
 #else
 	float r;
-	asm("ex2.approx.f32 %0, %1;" : "=f"(r) : "f"(v * 1.44269504088896341f));
-	return r;
+	asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(v * 0.72134752044448170f));
+	return r * r;
 #endif
 }
 
