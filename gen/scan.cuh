@@ -370,12 +370,16 @@ template <> __device__ __forceinline__ float scan_exp<true, float>(float v) {
 // y_{k+1}) T_{k+1}, PyTorch's exp(x_k) sum_{j>=k} g_j exp(-y_j) without
 // overflow: every exponent is <= 0 for the nondecreasing y. A leading -inf
 // run (y = -inf) gives NaN, as PyTorch; a NaN in dy contributes nothing, as
-// PyTorch's log-space form (which maps it to the lowest value) does.
+// PyTorch's log-space form (which maps it to the lowest value) does. At
+// the slice's first element a is exp(yp - y) like anywhere else (yp = 0
+// there, any number): V at the first element reaches no dx, and the maps
+// it enters (its run's, warp's and tile's) are composed only into values
+// for elements before it, of which there are none, so no test is needed.
 struct LogcumsumexpBw : NoFwd, StrongZero {
 	static constexpr bool needs_x = true, needs_y = true, strong = true;
 	template <typename M> __device__ static M grad(M g) { return bc_isnan(g) ? M(0) : g; }
 	template <bool Narrow_, typename M> __device__ static void prep(M x, M y, M yp, bool first, bool, M, M& a, M& c) {
-		a = first ? M(0) : scan_exp<Narrow_>(yp - y);
+		a = scan_exp<Narrow_>(yp - y);
 		c = scan_exp<Narrow_>(x - y);
 	}
 };
@@ -836,7 +840,7 @@ struct ScanRun {
 		const int ifirst = (rev ? k0 + cnt == L.n : k0 == 0) ? lo : -1;
 		const unsigned vm = valid_mask();
 		cm = 0;
-		if (!Op::mask_factors && !Direct<Op>::on && sizeof(M) == 4 && !(Col && Narrow<T>::wide) && cnt == N) {
+		if (!Op::mask_factors && !Direct<Op>::on && sizeof(M) == 4 && cnt == N) {
 			// A full run (lo = 0, hi = N): every index is valid, and the
 			// slice's first element can only be index 0, so the factors
 			// need neither the range mask nor a first test per element
@@ -844,9 +848,12 @@ struct ScanRun {
 			// along axis 1, 82 -> 86% along axis 0, bf16 71 -> 77% along
 			// axis 1). Not where the second loop costs more than it saves:
 			// a Direct op, whose full runs mostly skip prep (its row
-			// kernel spilled); f64 (its row kernel spilled); the bf16 col
-			// kernel (at three blocks per SM it spilled 88 bytes instead
-			// of 60, and bf16 along axis 0 went 57 -> 56%).
+			// kernel spilled); f64 (its row kernel spilled). The bf16 col
+			// kernel was kept out while it spilled more with it (88 bytes
+			// instead of 60, bf16 along axis 0 57 -> 56%); with exp in
+			// three instructions and no first test in logcumsumexp's prep
+			// it spills less with it (40 bytes instead of 52 on sm_90) and
+			// bf16 along axis 0 went 77.6 -> 74.5 us.
 			const bool first0 = ifirst == 0;
 #pragma unroll
 			for (int i = 0; i < N; ++i) {
