@@ -35,8 +35,19 @@ type ScanCase struct {
 	// Layouts of dy, x, y, dx.
 	Layouts [4]func([]int) Layout
 	Values  ScanValues
-	// InPlace writes dx over dy (the identical tensor).
-	InPlace bool
+	// InPlace writes dx over dy (the identical tensor); OverX over x.
+	InPlace, OverX bool
+}
+
+// shared is the operand dx is written over (0: dy, 1: x), or -1.
+func (c ScanCase) shared() int {
+	switch {
+	case c.InPlace:
+		return 0
+	case c.OverX:
+		return 1
+	}
+	return -1
 }
 
 func (c ScanCase) String() string {
@@ -47,6 +58,9 @@ func (c ScanCase) String() string {
 	s += [3]string{"", " special", " exact"}[c.Values]
 	if c.InPlace {
 		s += " in-place"
+	}
+	if c.OverX {
+		s += " dx-over-x"
 	}
 	return s
 }
@@ -112,6 +126,11 @@ func ScanCases(quick bool) []ScanCase {
 	cs = append(cs, ScanCase{Shape: []int{9, 1000}, Axis: 1, Layouts: scanSame(Contiguous), InPlace: true})
 	cs = append(cs, ScanCase{Shape: []int{700, 9}, Axis: 0, Layouts: scanSame(Padded), InPlace: true})
 	cs = append(cs, ScanCase{Shape: []int{700, 64}, Axis: 0, Layouts: scanSame(Contiguous), InPlace: true})
+	// dx over x with NaN in x of cumprod: the forward state's walk reads x
+	// of tiles whose dx may be written already (gen/scan.cuh,
+	// scan_fwd_unit).
+	cs = append(cs, ScanCase{Shape: []int{700, 64}, Axis: 0, Layouts: scanSame(Contiguous), Values: ScanSpecial,
+		OverX: true})
 	add([]int{0, 5}, 1, scanSame(Contiguous), ScanNormal)
 	add([]int{4, 0}, 1, scanSame(Contiguous), ScanNormal)
 	return cs
@@ -313,16 +332,17 @@ func (e *Env) runScanCase(plan *ops.ScanBackward, c ScanCase, slices [][]int, in
 	desc := plan.Desc()
 	dt := desc.DType
 	var operands [4]*Operand
+	sh := c.shared()
 	defer func() {
 		for i, o := range operands {
-			if i < 3 || o != operands[0] {
+			if i < 3 || sh < 0 {
 				o.Free()
 			}
 		}
 	}()
 	for i := 0; i < 4; i++ {
-		if i == 3 && c.InPlace {
-			operands[3] = operands[0]
+		if i == 3 && sh >= 0 {
+			operands[3] = operands[sh]
 			break
 		}
 		var vals []float64
@@ -349,7 +369,7 @@ func (e *Env) runScanCase(plan *ops.ScanBackward, c ScanCase, slices [][]int, in
 		args.Workspace = g.Inner()
 	}
 	runs := 1
-	if ws != nil && !c.InPlace {
+	if ws != nil && sh < 0 {
 		runs = 2
 	}
 	var first []float64
@@ -362,9 +382,9 @@ func (e *Env) runScanCase(plan *ops.ScanBackward, c ScanCase, slices [][]int, in
 			return fmt.Errorf("synchronize: %w", err)
 		}
 		var err error
-		if c.InPlace {
-			// dy's unaddressed elements were written with the inputs, so
-			// only the guard bands can be checked.
+		if sh >= 0 {
+			// The shared operand's unaddressed elements were written with
+			// the inputs, so only the guard bands can be checked.
 			var mem []float64
 			if mem, err = operands[3].G.ReadChecked(nil); err == nil {
 				got = Gather(mem, operands[3].offs)
