@@ -375,10 +375,13 @@ func (p *ScanBackward) Precision() Precision { return precisionFor(p.desc.DType,
 
 // WorkspaceSize is the scratch memory a Run needs in ScanArgs.Workspace: 0
 // unless a slice is longer than one tile, then 16 to 40 bytes per tile and
-// slice. A tile is 256 runs along the innermost axis and 8 runs along any
-// other; a run is 16 elements (8 for f64), with cumsum 32 (16-bit types
-// along the innermost axis and f32/f16/bf16 along others) and with cummax
-// and cummin 32 (16 for f32 along the innermost axis and f64).
+// slice (cumprod along an axis other than the innermost adds 4 bytes per
+// 32 slices). A tile is 256 runs along the innermost axis and 8 runs along
+// any other; a run is 16 elements (8 for f64), with cumsum 32 (16-bit
+// types along the innermost axis and f32/f16/bf16 along others), with
+// cummax and cummin 32 (16 for f32 along the innermost axis and f64, 20
+// for bf16 along other axes), and with cumprod bf16 along other axes 15
+// (scanItems).
 func (p *ScanBackward) WorkspaceSize() int64 { return p.geom.ws.size }
 
 // Desc returns the plan's descriptor.
