@@ -148,7 +148,7 @@ type ScanBackward struct {
 // in one kernel). With a forward state, the row mapping runs two passes
 // first (tile aggregates, then their prefixes); cumprod in the col mapping
 // computes it in the main launch, only for the 32-slice groups where a
-// NaN y makes dx depend on it (gen/scan.cuh, scan_fwd_claim), so that
+// NaN y makes dx depend on it (gen/scan.cuh, scan_fwd_unit), so that
 // most inputs need no pass at all. cummax and cummin in the col mapping (ext)
 // chain the forward state through the look-back instead, tiles in scan
 // order, and a pass after the kernel adds the carry at each tile's last
@@ -169,7 +169,7 @@ type scanGeom struct {
 
 // scanWorkspace is the workspace layout in bytes: a ticket counter at 0,
 // a flag per tile and unit (f64 only: the float look-back's values are
-// their own flags), a claim flag per unit (col cumprod only), then per
+// their own flags), a flag per unit (col cumprod only), then per
 // tile and slice the tile's map, the
 // value after it and its forward prefix (or value, in the ext order);
 // float cumsum keeps its map (a sum) and the value after it in one slot
@@ -177,10 +177,10 @@ type scanGeom struct {
 // bytes before each main launch (a memset, or the row mapping's first
 // forward-state pass): the ticket counter starts at all ones, and the
 // look-back's flags (double opmath) and values (float opmath: each its
-// own flag) and the claim flags read as not yet written (SCAN_NONE in
+// own flag) and the unit flags read as not yet written (SCAN_NONE in
 // gen/scan.cuh).
 type scanWorkspace struct {
-	flags, claim, zero, agg, incl, fwd, fix, size int64
+	flags, unitFlag, zero, agg, incl, fwd, fix, size int64
 }
 
 // scanItems mirrors ScanItems in gen/scan.cuh: elements per thread per
@@ -271,14 +271,15 @@ func newScanGeom(op ScanOp, dt dtype.DType, shape []int, axis int, elems int64) 
 		g.ext = !g.row && (op == ScanCummax || op == ScanCummin)
 		w := &g.ws
 		w.flags = 16
-		w.claim = w.flags
+		w.unitFlag = w.flags
 		if dt == dtype.F64 {
-			w.claim = scanAlign16(w.flags + g.chunks*g.units*4)
+			w.unitFlag = scanAlign16(w.flags + g.chunks*g.units*4)
 		}
-		w.agg = w.claim
+		w.agg = w.unitFlag
 		if g.lazyFwd(op) {
-			// A claim flag per unit (gen/scan.cuh, scan_fwd_claim).
-			w.agg = scanAlign16(w.claim + g.units*4)
+			// A flag per unit: its forward state written, or not needed
+			// (gen/scan.cuh, scan_fwd_unit).
+			w.agg = scanAlign16(w.unitFlag + g.units*4)
 		}
 		mapBytes, inclBytes := 2*msize, msize
 		if op == ScanCumsum && dt != dtype.F64 {
@@ -491,7 +492,7 @@ type scanLayout struct {
 	sstride                   [4][MaxRank - 1]int64 // dy, x, y, dx
 	astride                   [4]int64
 	wsFlags, wsAgg, wsIncl    int64
-	wsFwd, wsFix, wsClaim     int64
+	wsFwd, wsFix, wsUnitFlag  int64
 }
 
 // Kernel phases (SCAN_MAIN, SCAN_FWD_TILES, SCAN_FWD_PREFIX,
@@ -511,7 +512,7 @@ func (p *ScanBackward) layout(a *ScanArgs, L *scanLayout) {
 	g := &p.geom
 	*L = scanLayout{n: g.n, nslices: g.nslices, chunks: g.chunks, units: g.units,
 		split: g.split, items: g.items, phase: scanMain,
-		wsFlags: g.ws.flags, wsAgg: g.ws.agg, wsIncl: g.ws.incl, wsFwd: g.ws.fwd, wsFix: g.ws.fix, wsClaim: g.ws.claim}
+		wsFlags: g.ws.flags, wsAgg: g.ws.agg, wsIncl: g.ws.incl, wsFwd: g.ws.fwd, wsFix: g.ws.fix, wsUnitFlag: g.ws.unitFlag}
 	if p.desc.Reverse {
 		L.reverse = 1
 	}

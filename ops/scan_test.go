@@ -33,8 +33,8 @@ func TestScanLayoutSize(t *testing.T) {
 	if o := unsafe.Offsetof(scanLayout{}.wsFix); o != 488 {
 		t.Errorf("wsFix at offset %d, want 488", o)
 	}
-	if o := unsafe.Offsetof(scanLayout{}.wsClaim); o != 496 {
-		t.Errorf("wsClaim at offset %d, want 496", o)
+	if o := unsafe.Offsetof(scanLayout{}.wsUnitFlag); o != 496 {
+		t.Errorf("wsUnitFlag at offset %d, want 496", o)
 	}
 }
 
@@ -176,27 +176,27 @@ func TestScanGeometry(t *testing.T) {
 		t.Errorf("cumsum f64 workspace layout %+v", w)
 	}
 	// f64: a flag per tile and unit before the maps (16 bytes each); col
-	// cumprod: a claim flag per unit after them (4 bytes each).
+	// cumprod: a flag per unit after them (4 bytes each).
 	p, _ = NewScanBackward(ScanDesc{Op: ScanCumprod, DType: dtype.F64, Shape: []int{4096, 4096}})
 	w = p.geom.ws
-	if p.geom.ext || w.claim != 16+64*128*4 || w.agg != w.claim+128*4 || w.incl != w.agg+64*4096*16 ||
+	if p.geom.ext || w.unitFlag != 16+64*128*4 || w.agg != w.unitFlag+128*4 || w.incl != w.agg+64*4096*16 ||
 		w.fwd != w.incl+64*4096*8 || w.zero != w.fwd || w.size != w.fwd+64*4096*8 {
 		t.Errorf("f64 workspace layout %+v", w)
 	}
 	// cumprod keeps its forward values (col: computed where asked; row:
 	// the forward passes), cummax along rows too; only col cumprod has
-	// claim flags.
+	// unit flags.
 	for _, d := range []ScanDesc{
 		{Op: ScanCumprod, DType: dtype.F32, Shape: []int{4096, 4096}},
 		{Op: ScanCumprod, DType: dtype.F32, Shape: []int{3, 100000}, Axis: 1},
 		{Op: ScanCummax, DType: dtype.F32, Shape: []int{3, 100000}, Axis: 1},
 	} {
 		p, _ := NewScanBackward(d)
-		claims := int64(0)
+		flags := int64(0)
 		if p.geom.lazyFwd(d.Op) {
-			claims = p.geom.units * 4
+			flags = p.geom.units * 4
 		}
-		if w := p.geom.ws; p.geom.ext || p.geom.chunks < 2 || w.fix != 0 || w.agg != w.claim+claims || w.zero != w.fwd ||
+		if w := p.geom.ws; p.geom.ext || p.geom.chunks < 2 || w.fix != 0 || w.agg != w.unitFlag+flags || w.zero != w.fwd ||
 			w.size != scanAlign16(w.fwd+p.geom.chunks*p.geom.nslices*4) || p.geom.lazyFwd(d.Op) == p.geom.row {
 			t.Errorf("%s %v: workspace layout %+v (ext %v)", d.Op, d.Shape, w, p.geom.ext)
 		}
