@@ -112,8 +112,13 @@ struct ScanLayout {
 	i64 ws_fwd;      // forward values,
 	i64 ws_fix;      // take-over records (ext order),
 	i64 ws_unitflag; // unit flags (col cumprod); the ticket counter is at 0
+	// A ticket t names tile row t / R and look-back unit t % R, with R the
+	// units (col) or slices (row): bc_div's constants for R.
+	unsigned long long tmagic;
+	int tshift;
+	int lsplit;  // log2(split): split is a power of two
 };
-static_assert(sizeof(ScanLayout) == 504, "ScanLayout must match ops/scan.go");
+static_assert(sizeof(ScanLayout) == 520, "ScanLayout must match ops/scan.go");
 
 // FixRec is a tile's take-over record (ext order): dx at its last take-over
 // k* without the carry, and k* as an offset in the tile.
@@ -388,6 +393,13 @@ struct LogcumsumexpBw : NoFwd, StrongZero {
 
 // Element offsets of a slice's element 0 in dy, x, y, dx.
 __device__ __forceinline__ void scan_slice_offsets(const ScanLayout& L, i64 s, i64 (&off)[4]) {
+	if (L.srank <= 1) {
+		// One slice dim (or none: s = 0 and the strides are 0), the common
+		// case once the launcher has merged neighbours: no division.
+#pragma unroll
+		for (int t = 0; t < 4; ++t) off[t] = s * L.sstride[t][0];
+		return;
+	}
 #pragma unroll
 	for (int t = 0; t < 4; ++t) off[t] = 0;
 	unsigned long long rem = (unsigned long long)s;
@@ -655,12 +667,14 @@ struct ScanRun {
 	M xv[N], yv[N];
 	M yb;          // y of the element before the run in scan order
 	unsigned cm;   // Op::mask_factors: bit i is c_i (and a_i = 1 - c_i)
+	bool quiet;    // Op::mask_factors: cm is 0 in every lane of the warp (set by the caller)
 	i64 k0;
 	int cnt, lo, hi;
 	bool rev;
 
 
 	__device__ __forceinline__ void init(i64 k, int n, bool r) {
+		quiet = false;
 		k0 = k;
 		cnt = n;
 		rev = r;
@@ -909,6 +923,8 @@ struct ScanRun {
 	__device__ __forceinline__ bool setup(bool fast, M f, const ScanLayout& L) {
 		if (fast) {
 			prep_direct();
+		} else if (Op::mask_factors && quiet) {
+			cm = 0u;
 		} else {
 			prep(f, L);
 		}
@@ -960,8 +976,13 @@ struct ScanRun {
 			// the first index with c = 1, and passes V after the run
 			// through only when there is none.
 			M u = M(0);
+			if (quiet) {
 #pragma unroll
-			for (int i = N - 1; i >= 0; --i) u = bit(cm, i) ? M(0) : g[i] + u;
+				for (int i = N - 1; i >= 0; --i) u = g[i] + u;
+			} else {
+#pragma unroll
+				for (int i = N - 1; i >= 0; --i) u = bit(cm, i) ? M(0) : g[i] + u;
+			}
 			acc = Aff<M>{cm == 0u ? M(1) : M(0), u};
 		} else if (Op::strong && plain) {
 #pragma unroll
@@ -975,7 +996,11 @@ struct ScanRun {
 
 	// finish turns g into dx, given v = V after the run.
 	__device__ __forceinline__ void finish(M v, bool plain) {
-		if (Op::mask_factors) {
+		if (Op::mask_factors && quiet) {
+			// No take-over: V passes every element, and no dx gets any.
+#pragma unroll
+			for (int i = 0; i < N; ++i) g[i] = M(0);
+		} else if (Op::mask_factors) {
 			const unsigned m = sizeof(M) == 4 ? opaque_cm() : cm;
 #pragma unroll
 			for (int i = N - 1; i >= 0; --i) {
@@ -1588,6 +1613,7 @@ __device__ __forceinline__ void scan_backward_col(const T* __restrict__ dy, cons
 	typedef ScanRun<T, Op, ScanItems<T, Op>::col, true> Run;
 	__shared__ Aff<M> s_aff[SCAN_WARPS][32];
 	__shared__ M s_fwd[SCAN_WARPS][32];
+	__shared__ M s_pre[Op::mask_factors ? SCAN_WARPS : 1][32];
 	__shared__ M s_vin[32];
 	unsigned char* ws = static_cast<unsigned char*>(wsp);
 	// Chunked, cummax and cummin always take the ext order (SCAN_MAIN,
@@ -1604,17 +1630,17 @@ __device__ __forceinline__ void scan_backward_col(const T* __restrict__ dy, cons
 	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
 	const bool rev = L.reverse != 0;
 	const int split = L.split;  // warps along the axis: 1..8
-	const int cgi = warp / split, wr = warp % split, w0 = cgi * split;
+	const int cgi = warp >> L.lsplit, wr = warp & (split - 1), w0 = cgi * split;
 	const int items = L.items;
 
 	i64 unit, c = 0, q = 0;
 	if (chunked) {
 		const i64 t = scan_ticket(ws);
-		c = t / L.units;
+		c = bc_div(t, L.tmagic, L.tshift);
 		unit = t - c * L.units;
 		q = rev != ext ? c : L.chunks - 1 - c;  // c counts in carry order, or scan order (ext)
 	} else {
-		unit = (i64)blockIdx.x * (SCAN_WARPS / split) + cgi;
+		unit = (i64)blockIdx.x * (SCAN_WARPS >> L.lsplit) + cgi;
 	}
 	const i64 s = unit * 32 + lane;
 	const bool has = unit < L.units && s < L.nslices;
@@ -1643,21 +1669,44 @@ __device__ __forceinline__ void scan_backward_col(const T* __restrict__ dy, cons
 		__syncthreads();
 		if (ext) {
 			// The forward state before the tile (chunked: one column
-			// group of split = 8 warps per block).
+			// group of split = 8 warps per block), then before each
+			// warp's run, which warp 0 leaves in s_pre: each warp reads
+			// one value rather than combining its predecessors'.
 			if (warp == 0) {
 				M tot = s_fwd[0][lane];
-				for (int w = 1; w < split; ++w) tot = Op::fwd_combine(tot, s_fwd[w][lane]);
-				s_vin[lane] = fwd_lookback<Op, M>(ws, L, c, unit, s, has, tot);
+				for (int w = 1; w < SCAN_WARPS; ++w) tot = Op::fwd_combine(tot, s_fwd[w][lane]);
+				M p = fwd_lookback<Op, M>(ws, L, c, unit, s, has, tot);
+#pragma unroll
+				for (int i = 0; i < SCAN_WARPS; ++i) {
+					const int w = rev ? SCAN_WARPS - 1 - i : i;
+					s_pre[w][lane] = p;
+					p = Op::fwd_combine(p, s_fwd[w][lane]);
+				}
 			}
 			__syncthreads();
-			f = s_vin[lane];
-		}
-		if (rev) {
+			f = s_pre[warp][lane];
+		} else if (rev) {
 			for (int w = split - 1; w > wr; --w) f = Op::fwd_combine(f, s_fwd[w0 + w][lane]);
 		} else {
 			for (int w = 0; w < wr; ++w) f = Op::fwd_combine(f, s_fwd[w0 + w][lane]);
 		}
 	}
+	// quiet (mask ops): no run of the warp has a take-over, which its
+	// forward total tells (Op::takes(f, total) holds exactly when some
+	// element of the run takes over): the run skips its take-over tests,
+	// composes a plain sum and stores zeros. Deep into a slice most runs
+	// are quiet (a new running extremum grows rare).
+	// Not in compute_70's bf16 kernels (software conversions, run on
+	// Volta only): with the quiet path ptxas 11.8 gave them 80 registers
+	// and spilled.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+	constexpr bool quiet_ok = Op::mask_factors && !Narrow<T>::wide;
+#else
+	constexpr bool quiet_ok = Op::mask_factors;
+#endif
+	bool quiet = false;
+	if (quiet_ok) quiet = __all_sync(0xffffffffu, cnt == 0 || !MaskTake<Op>::take(f, s_fwd[warp][lane]));
+	r.quiet = quiet;
 	const bool plain = r.setup(fast, f, L);
 	s_aff[warp][lane] = r.aggregate(plain);
 	__syncthreads();

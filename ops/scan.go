@@ -2,6 +2,7 @@ package ops
 
 import (
 	"fmt"
+	"math/bits"
 	"unsafe"
 
 	"github.com/baracuda-go/baracuda/driver"
@@ -161,9 +162,11 @@ type scanGeom struct {
 	n       int64
 	nslices int64
 	chunks  int64
-	units   int64 // look-back units: slices (row) or 32-slice groups (col)
-	ext     bool  // cummax/cummin, col, chunked: the scan-order kernel and its fix pass (the col kernel derives the same from the op and chunks)
-	grid    int64 // blocks of the main launch (and of the tile-aggregate pass)
+	units   int64  // look-back units: slices (row) or 32-slice groups (col)
+	ext     bool   // cummax/cummin, col, chunked: the scan-order kernel and its fix pass (the col kernel derives the same from the op and chunks)
+	grid    int64  // blocks of the main launch (and of the tile-aggregate pass)
+	tmagic  uint64 // chunked: divMagic of the tickets in a tile row (units, or slices in the row mapping)
+	tshift  int32
 	ws      scanWorkspace
 }
 
@@ -264,6 +267,11 @@ func newScanGeom(op ScanOp, dt dtype.DType, shape []int, axis int, elems int64) 
 		}
 	}
 	if g.chunks > 1 {
+		if g.row {
+			g.tmagic, g.tshift = divMagic(g.nslices)
+		} else {
+			g.tmagic, g.tshift = divMagic(g.units)
+		}
 		msize := int64(4)
 		if dt == dtype.F64 {
 			msize = 8
@@ -493,6 +501,8 @@ type scanLayout struct {
 	astride                   [4]int64
 	wsFlags, wsAgg, wsIncl    int64
 	wsFwd, wsFix, wsUnitFlag  int64
+	tmagic                    uint64 // bc_div's constants for the tickets of a tile row
+	tshift, lsplit            int32  // lsplit: log2(split)
 }
 
 // Kernel phases (SCAN_MAIN, SCAN_FWD_TILES, SCAN_FWD_PREFIX,
@@ -512,7 +522,8 @@ func (p *ScanBackward) layout(a *ScanArgs, L *scanLayout) {
 	g := &p.geom
 	*L = scanLayout{n: g.n, nslices: g.nslices, chunks: g.chunks, units: g.units,
 		split: g.split, items: g.items, phase: scanMain,
-		wsFlags: g.ws.flags, wsAgg: g.ws.agg, wsIncl: g.ws.incl, wsFwd: g.ws.fwd, wsFix: g.ws.fix, wsUnitFlag: g.ws.unitFlag}
+		wsFlags: g.ws.flags, wsAgg: g.ws.agg, wsIncl: g.ws.incl, wsFwd: g.ws.fwd, wsFix: g.ws.fix, wsUnitFlag: g.ws.unitFlag,
+		tmagic: g.tmagic, tshift: g.tshift, lsplit: int32(bits.TrailingZeros32(uint32(g.split)))}
 	if p.desc.Reverse {
 		L.reverse = 1
 	}

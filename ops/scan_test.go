@@ -21,8 +21,8 @@ func init() {
 }
 
 func TestScanLayoutSize(t *testing.T) {
-	if s := unsafe.Sizeof(scanLayout{}); s != 504 {
-		t.Fatalf("scanLayout is %d bytes; ScanLayout in gen/scan.cuh is 504", s)
+	if s := unsafe.Sizeof(scanLayout{}); s != 520 {
+		t.Fatalf("scanLayout is %d bytes; ScanLayout in gen/scan.cuh is 520", s)
 	}
 	if o := unsafe.Offsetof(scanLayout{}.sstride); o != 200 {
 		t.Errorf("sstride at offset %d, want 200", o)
@@ -150,6 +150,23 @@ func TestScanGeometry(t *testing.T) {
 		}
 		if (g.chunks > 1) != (p.WorkspaceSize() > 0) {
 			t.Errorf("%s %v: %d chunks but a workspace of %d bytes", c.op, c.shape, g.chunks, p.WorkspaceSize())
+		}
+		// The kernels shift by lsplit (split is a power of two) and split
+		// a ticket into tile row and unit with the tile row's magic.
+		sa := scanArgs(p)
+		var L scanLayout
+		p.layout(&sa, &L)
+		if g.split&(g.split-1) != 0 || int32(1)<<L.lsplit != g.split {
+			t.Errorf("%s %v: split %d, lsplit %d", c.op, c.shape, g.split, L.lsplit)
+		}
+		if g.chunks > 1 {
+			per := g.units
+			if g.row {
+				per = g.nslices
+			}
+			if m, sh := divMagic(per); L.tmagic != m || L.tshift != sh {
+				t.Errorf("%s %v: ticket magic (%d, %d), want divMagic(%d) = (%d, %d)", c.op, c.shape, L.tmagic, L.tshift, per, m, sh)
+			}
 		}
 	}
 	// The workspace of the chained bench case: maps, forward values and
