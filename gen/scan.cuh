@@ -70,20 +70,22 @@
 // take-over, V after the tile stops at the tile's last take-over k* and
 // adds to dx there, and nowhere else. So each tile writes dx with V after
 // it taken as 0, and records its map and, where it has a take-over, k*
-// with the dx value there; SCAN_EXT_FIX then walks each slice's tile maps
-// from the end (one thread per slice) and rewrites dx at each k* with the
-// carry added.
+// with the dx value there; scan_ext_fix then walks each slice's tile maps
+// from the end and writes dx at each k* with the carry added: with float
+// opmath in blocks of the same launch that come after every tile, with
+// double in a second launch (SCAN_EXT_FIX).
 #pragma once
 #include "common.cuh"
 
 #define SCAN_THREADS 256
 #define SCAN_WARPS 8
 // SCAN_PASS is how many slices one warp of the ext fix pass takes, their
-// loads issued together: at 3 blocks per SM a pass of a warp per item ran
-// in two waves, each waiting out its loads; ops/scan.go's scanPass
+// loads issued together (two gained about 1 us on an H100 when the pass
+// was always a launch of its own; since it runs in the main launch, two
+// made the bf16 kernels spill, and one does not); ops/scan.go's scanPass
 // mirrors it.
 #ifndef SCAN_PASS
-#define SCAN_PASS 2
+#define SCAN_PASS 1
 #endif
 #define SCAN_SRANK (BC_MAX_RANK - 1)
 
@@ -654,6 +656,20 @@ __device__ __forceinline__ bool slot_ld(const Aff<float>* p, Aff<float>& v) {
 	return b != ~0ULL;
 }
 
+// A take-over record as a slot (float opmath, the in-launch fix blocks):
+// v with NaN canonical and k, never all ones, in one 8-byte access.
+template <typename M> struct FixRec;
+__device__ __forceinline__ void slot_st(FixRec<float>* p, float v, int k) {
+	*reinterpret_cast<volatile unsigned long long*>(p) =
+			(unsigned long long)slot_bits(v) | (unsigned long long)(unsigned)k << 32;
+}
+__device__ __forceinline__ bool slot_ld(const FixRec<float>* p, float& v, int& k) {
+	const unsigned long long b = *reinterpret_cast<const volatile unsigned long long*>(p);
+	v = __uint_as_float((unsigned)b);
+	k = (int)(unsigned)(b >> 32);
+	return b != ~0ULL;
+}
+
 // ---- one thread's run of elements ----------------------------------------
 
 // ScanRun holds a thread's cnt consecutive elements k0.. of one slice.
@@ -811,6 +827,22 @@ struct ScanRun {
 		} else {
 			flip(g, rev);
 			store_run<T, N>(dx, off[3], L.astride[3], k0, cnt, vec, g);
+		}
+	}
+
+	// store_skip stores as store (col) but leaves index skip (scan order;
+	// -1: none) out: the ext order's fix blocks store dx there.
+	__device__ __forceinline__ void store_skip(T* __restrict__ dx, const ScanLayout& L, const i64 (&off)[4], int skip) {
+		T* q = dx + off[3] + (k0 + (rev ? N - 1 : 0)) * L.astride[3];
+		const i64 step = rev ? -L.astride[3] : L.astride[3];
+		if (cnt == N) {
+#pragma unroll
+			for (int i = 0; i < N; ++i, q += step)
+				if (i != skip) *q = from_op<T>(g[i]);
+		} else {
+#pragma unroll
+			for (int i = 0; i < N; ++i, q += step)
+				if ((rev ? i >= N - cnt : i < cnt) && i != skip) *q = from_op<T>(g[i]);
 		}
 	}
 
@@ -1551,22 +1583,64 @@ __device__ __forceinline__ void scan_backward_row(const T* __restrict__ dy, cons
 	r.store(dx, L, off, vec);
 }
 
-// scan_ext_fix (SCAN_EXT_FIX): one warp per SCAN_PASS slices walks their
-// tile maps from the end of the slice in scan order, 32 tiles a round
-// (lane j: tile top - j), and where a tile has a take-over (a = 0)
-// rewrites dx at its k* with V after the tile added. V after tile top - j
-// is the maps of the tiles after it applied to the round's carry:
-// warp_carry_scan composes them (the lanes below j are upstream). The
-// round's maps of every slice are loaded first, then the records, only
-// where needed. (One thread per slice, walking the tiles in batches of
-// eight, took 13.7 us for 4096 slices of 16 tiles on an H100: 16 blocks,
-// each waiting for one batch of loads after the other.)
-template <typename T, typename Op>
+// scan_ext_fix: one warp per SCAN_PASS slices walks their tile maps from
+// the end of the slice in scan order, 32 tiles a round (lane j: tile top -
+// j), and where a tile has a take-over (a = 0) writes dx at its k* with V
+// after the tile added. V after tile top - j is the maps of the tiles after
+// it applied to the round's carry: warp_carry_scan composes them (the
+// lanes below j are upstream). The round's maps of every slice are loaded
+// first, then the records, only where needed. (One thread per slice,
+// walking the tiles in batches of eight, took 13.7 us for 4096 slices of 16
+// tiles on an H100: 16 blocks, each waiting for one batch of loads after the
+// other.)
+//
+// Float opmath runs it in the main launch (InLaunch): the blocks whose
+// tickets come after every tile's (fb counts them) wait for the maps and
+// records, which the tiles publish as slots, and write dx at every k*,
+// which the tile itself leaves out of its store (so nothing orders the two
+// writes). A fix block waits only on tiles with lower tickets, which are
+// running or done. Double opmath (16-byte maps, no slots) runs it as a
+// second launch (SCAN_EXT_FIX) after the tiles, which stored dx at k*
+// without the carry, so it writes only where V after the tile is not 0.
+// FixLd reads a map or record for scan_ext_fix: as a slot in the main
+// launch (false until the tile has published it), plainly after it.
+template <bool InLaunch> struct FixLd {
+	template <typename M> static __device__ __forceinline__ bool map(const Aff<M>* p, Aff<M>& v) {
+		v = *p;
+		return true;
+	}
+	template <typename M> static __device__ __forceinline__ bool rec(const FixRec<M>* p, FixRec<M>& r) {
+		r = *p;
+		return true;
+	}
+};
+template <> struct FixLd<true> {
+	static __device__ __forceinline__ bool map(const Aff<float>* p, Aff<float>& v) { return slot_ld(p, v); }
+	static __device__ __forceinline__ bool rec(const FixRec<float>* p, FixRec<float>& r) {
+		return slot_ld(p, r.v, r.k);
+	}
+};
+
+// FixSt publishes a tile's map and take-over record for scan_ext_fix:
+// as slots for the fix blocks of the same launch (InLaunch), plainly for
+// the launch after.
+template <bool InLaunch> struct FixSt {
+	template <typename M> static __device__ __forceinline__ void map(Aff<M>* p, Aff<M> v) { *p = v; }
+	template <typename M> static __device__ __forceinline__ void rec(FixRec<M>* p, M v, int k) {
+		*p = FixRec<M>{v, k};
+	}
+};
+template <> struct FixSt<true> {
+	static __device__ __forceinline__ void map(Aff<float>* p, Aff<float> v) { slot_st(p, v); }
+	static __device__ __forceinline__ void rec(FixRec<float>* p, float v, int k) { slot_st(p, v, k); }
+};
+
+template <typename T, typename Op, bool InLaunch>
 __device__ __forceinline__ void scan_ext_fix(T* __restrict__ dx, const unsigned char* __restrict__ ws,
-		const ScanLayout& L) {
+		const ScanLayout& L, i64 fb) {
 	typedef typename OpMath<T>::type M;
 	const int lane = threadIdx.x & 31;
-	const i64 s0 = ((i64)blockIdx.x * SCAN_WARPS + (threadIdx.x >> 5)) * SCAN_PASS;
+	const i64 s0 = (fb * SCAN_WARPS + (threadIdx.x >> 5)) * SCAN_PASS;
 	if (s0 >= L.nslices) return;
 	const Aff<M>* agg = reinterpret_cast<const Aff<M>*>(ws + L.ws_agg);
 	const FixRec<M>* fix = reinterpret_cast<const FixRec<M>*>(ws + L.ws_fix);
@@ -1582,18 +1656,20 @@ __device__ __forceinline__ void scan_ext_fix(T* __restrict__ dx, const unsigned 
 #pragma unroll
 		for (int j = 0; j < SCAN_PASS; ++j) {
 			m[j] = aff_identity<M>();
-			if (c >= 0 && s0 + j < L.nslices) m[j] = agg[c * L.nslices + s0 + j];
+			if (c >= 0 && s0 + j < L.nslices)
+				while (!FixLd<InLaunch>::map(agg + c * L.nslices + s0 + j, m[j])) __nanosleep(64);
 		}
 #pragma unroll
 		for (int j = 0; j < SCAN_PASS; ++j) {
 			rec[j] = FixRec<M>{M(0), 0};
-			if (c >= 0 && s0 + j < L.nslices && m[j].a == M(0)) rec[j] = fix[c * L.nslices + s0 + j];
+			if (c >= 0 && s0 + j < L.nslices && m[j].a == M(0))
+				while (!FixLd<InLaunch>::rec(fix + c * L.nslices + s0 + j, rec[j])) __nanosleep(64);
 		}
 #pragma unroll
 		for (int j = 0; j < SCAN_PASS; ++j) {
 			Aff<M> tot;
 			const M after = apply<Op>(warp_carry_scan<Op>(m[j], lane, true, tot), v[j]);
-			if (c >= 0 && s0 + j < L.nslices && m[j].a == M(0) && after != M(0)) {
+			if (c >= 0 && s0 + j < L.nslices && m[j].a == M(0) && (InLaunch || after != M(0))) {
 				i64 off[4];
 				scan_slice_offsets(L, s0 + j, off);
 				const i64 q = rev ? L.chunks - 1 - c : c;
@@ -1616,12 +1692,15 @@ __device__ __forceinline__ void scan_backward_col(const T* __restrict__ dy, cons
 	__shared__ M s_pre[Op::mask_factors ? SCAN_WARPS : 1][32];
 	__shared__ M s_vin[32];
 	unsigned char* ws = static_cast<unsigned char*>(wsp);
-	// Chunked, cummax and cummin always take the ext order (SCAN_MAIN,
-	// then SCAN_EXT_FIX) and the other ops never do, so each op's col
-	// kernel compiles only the phases it runs: without the others' code
-	// the bf16 cummax and cummin kernels spill less and run faster.
+	// Chunked, cummax and cummin always take the ext order and the other
+	// ops never do, so each op's col kernel compiles only the phases it
+	// runs: without the others' code the bf16 cummax and cummin kernels
+	// spill less and run faster. The fix pass of the ext order runs in the
+	// main launch with float opmath (fix_in), as a second launch
+	// (SCAN_EXT_FIX) with double.
+	constexpr bool fix_in = Op::mask_factors && sizeof(M) == 4;
 	if (L.phase == SCAN_EXT_FIX) {
-		if (Op::mask_factors) scan_ext_fix<T, Op>(dx, ws, L);
+		if (Op::mask_factors && !fix_in) scan_ext_fix<T, Op, false>(dx, ws, L, blockIdx.x);
 		return;
 	}
 	const bool chunked = L.chunks > 1;
@@ -1636,6 +1715,11 @@ __device__ __forceinline__ void scan_backward_col(const T* __restrict__ dy, cons
 	i64 unit, c = 0, q = 0;
 	if (chunked) {
 		const i64 t = scan_ticket(ws);
+		if (fix_in && t >= L.chunks * L.units) {
+			// A fix block (ext order): every tile has its ticket.
+			scan_ext_fix<T, Op, fix_in>(dx, ws, L, t - L.chunks * L.units);
+			return;
+		}
 		c = bc_div(t, L.tmagic, L.tshift);
 		unit = t - c * L.units;
 		q = rev != ext ? c : L.chunks - 1 - c;  // c counts in carry order, or scan order (ext)
@@ -1715,8 +1799,8 @@ __device__ __forceinline__ void scan_backward_col(const T* __restrict__ dy, cons
 		Aff<M> tot = aff_identity<M>();
 		for (int i = 0; i < split; ++i) tot = compose<Op>(s_aff[rev ? i : split - 1 - i][lane], tot);
 		if (ext) {
-			// The tile's map, for SCAN_EXT_FIX (the next launch).
-			if (has) reinterpret_cast<Aff<M>*>(ws + L.ws_agg)[c * L.nslices + s] = tot;
+			// The tile's map, for scan_ext_fix.
+			if (has) FixSt<fix_in>::map(reinterpret_cast<Aff<M>*>(ws + L.ws_agg) + c * L.nslices + s, tot);
 		} else {
 			s_vin[lane] = lookback<Op, M>(ws, L, c, unit, s, has, tot);
 		}
@@ -1740,6 +1824,11 @@ __device__ __forceinline__ void scan_backward_col(const T* __restrict__ dy, cons
 		}
 	}
 	r.finish(v, plain);
+	// With the fix blocks in the launch only they store dx at k* (skip), so
+	// no order between their store and the tile's is needed. (The tile
+	// storing it and publishing its record after a fence measured slower on
+	// an H100: cummax bf16 along axis 0 64.8/64.4 us against 62.3/61.5.)
+	int skip = -1;
 	if (ext && has && r.cm != 0u && !later) {
 		// This run holds the tile's last take-over k*: record dx there.
 		constexpr int N = ScanItems<T, Op>::col;
@@ -1748,9 +1837,14 @@ __device__ __forceinline__ void scan_backward_col(const T* __restrict__ dy, cons
 #pragma unroll
 		for (int i = 0; i < N; ++i)
 			if (i == is) part = r.g[i];
-		const i64 k = rev ? k0 + (N - 1 - is) : k0 + is;
-		reinterpret_cast<FixRec<M>*>(ws + L.ws_fix)[c * L.nslices + s] = FixRec<M>{part, (int)(k - tk0)};
+		const int k = (int)((rev ? k0 + (N - 1 - is) : k0 + is) - tk0);
+		FixSt<fix_in>::rec(reinterpret_cast<FixRec<M>*>(ws + L.ws_fix) + c * L.nslices + s, part, k);
+		if (fix_in) skip = is;
 	}
 	scan_slice_offsets(L, has ? s : 0, off);
-	r.store(dx, L, off, false);
+	if (fix_in && ext && !r.quiet) {
+		r.store_skip(dx, L, off, skip);
+	} else {
+		r.store(dx, L, off, false);
+	}
 }

@@ -5,7 +5,8 @@ package main
 // innermost dim (threads of a block along the axis) and "col" for any
 // other (lanes across slices, warps along the axis). Each kernel also runs
 // the passes of long axes (L.phase): the row kernels' two forward-state
-// passes, the col kernels' ext fix pass. Layout is
+// passes, the col kernels' ext fix pass for f64 (float dtypes run it in
+// the main launch). Layout is
 // ScanLayout in scan.cuh (mirrored by scanLayout in ops/scan.go).
 var scanFamily = Family{
 	Name:   "scan",

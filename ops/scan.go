@@ -152,9 +152,11 @@ type ScanBackward struct {
 // NaN y makes dx depend on it (gen/scan.cuh, scan_fwd_unit), so that
 // most inputs need no pass at all. cummax and cummin in the col mapping (ext)
 // chain the forward state through the look-back instead, tiles in scan
-// order, and a pass after the kernel adds the carry at each tile's last
-// take-over (gen/scan.cuh explains why that is the only element it
-// reaches): x is read once.
+// order, and a fix pass adds the carry at each tile's last take-over
+// (gen/scan.cuh explains why that is the only element it reaches): x is
+// read once. With float opmath the fix pass runs in blocks of the main
+// launch whose tickets come after every tile's (fixIn); f64 launches it
+// after the kernel.
 type scanGeom struct {
 	row     bool
 	split   int32
@@ -164,6 +166,7 @@ type scanGeom struct {
 	chunks  int64
 	units   int64  // look-back units: slices (row) or 32-slice groups (col)
 	ext     bool   // cummax/cummin, col, chunked: the scan-order kernel and its fix pass (the col kernel derives the same from the op and chunks)
+	fixIn   bool   // ext, not f64: the fix pass's blocks come after the tiles in the main launch
 	grid    int64  // blocks of the main launch (and of the tile-aggregate pass)
 	tmagic  uint64 // chunked: divMagic of the tickets in a tile row (units, or slices in the row mapping)
 	tshift  int32
@@ -224,7 +227,7 @@ const (
 	scanWarps = scanBlock / 32
 	// scanPass mirrors SCAN_PASS in gen/scan.cuh: the slices one warp of
 	// the ext fix pass takes.
-	scanPass = 2
+	scanPass = 1
 )
 
 func scanCeil(a, b int64) int64 { return (a + b - 1) / b }
@@ -308,6 +311,14 @@ func newScanGeom(op ScanOp, dt dtype.DType, shape []int, axis int, elems int64) 
 			// A take-over record per tile and slice: dx there and k*.
 			w.fix = w.size
 			w.size = scanAlign16(w.fix + g.chunks*g.nslices*2*msize)
+			if dt != dtype.F64 {
+				// The fix blocks wait for the maps and records as slots
+				// (gen/scan.cuh, scan_ext_fix), so the records are
+				// filled too.
+				g.fixIn = true
+				g.grid += scanCeil(g.nslices, scanWarps*scanPass)
+				w.zero = w.size
+			}
 		}
 	}
 	return g
@@ -506,8 +517,9 @@ type scanLayout struct {
 }
 
 // Kernel phases (SCAN_MAIN, SCAN_FWD_TILES, SCAN_FWD_PREFIX,
-// SCAN_EXT_FIX). The ext order's main launch is SCAN_MAIN: the col
-// kernel knows the order from the op and the tile count.
+// SCAN_EXT_FIX, the last for f64 only). The ext order's main launch is
+// SCAN_MAIN: the col kernel knows the order from the op and the tile
+// count, and a block whose ticket comes after every tile's from it.
 const (
 	scanMain      = 0
 	scanFwdTiles  = 1
@@ -584,8 +596,9 @@ func (p *ScanBackward) layout(a *ScanArgs, L *scanLayout) {
 // Run validates args and enqueues the backward on s: with a workspace,
 // in the row mapping two forward-state passes for cumprod, cummax and
 // cummin (the first fills the look-back part; otherwise a memset does),
-// then the scan kernel (ext: a memset, the scan-order kernel, then its fix
-// pass). It never allocates device memory, copies from the host or
+// then the scan kernel (ext: a memset, then the scan-order kernel with the
+// fix pass's blocks after its tiles, or with f64 the fix pass as a second
+// launch). It never allocates device memory, copies from the host or
 // synchronizes.
 func (p *ScanBackward) Run(s *driver.Stream, a *ScanArgs) error {
 	if s == nil {
@@ -614,7 +627,7 @@ func (p *ScanBackward) Run(s *driver.Stream, a *ScanArgs) error {
 				return err
 			}
 		}
-		if g.ext {
+		if g.ext && !g.fixIn {
 			if err := p.launch(lf, s, a, &L, g.grid); err != nil {
 				return err
 			}

@@ -116,7 +116,9 @@ func TestScanGeometry(t *testing.T) {
 		{ScanCummax, dtype.BF16, []int{4096, 4096}, 1, true, 128, 32, 1, 4096, 2048},
 		// Along the columns: 128 groups of 32 columns, tiles of 8*items rows.
 		{ScanCumsum, dtype.F32, []int{4096, 4096}, 0, false, 8, 32, 16, 128, 16 * 128},
-		{ScanCummax, dtype.F32, []int{4096, 4096}, 0, false, 8, 32, 16, 128, 16 * 128},
+		// cummax (ext order, float opmath): the fix pass's blocks after the
+		// tiles, 8 slices a block.
+		{ScanCummax, dtype.F32, []int{4096, 4096}, 0, false, 8, 32, 16, 128, 16*128 + 512},
 		{ScanLogcumsumexp, dtype.BF16, []int{4096, 4096}, 0, false, 8, 16, 32, 128, 32 * 128},
 		{ScanCumprod, dtype.F64, []int{4096, 4096}, 0, false, 8, 8, 64, 128, 64 * 128},
 		// Short rows: several slices per block (32 threads each).
@@ -171,13 +173,19 @@ func TestScanGeometry(t *testing.T) {
 	}
 	// The workspace of the chained bench case: maps, forward values and
 	// (ext) the take-over records of cummax, with no flags (float opmath);
-	// Run fills all but the records with 0xff (the ext order looks back on
-	// the forward values).
+	// Run fills all of it with 0xff (the ext order looks back on the
+	// forward values, and the fix blocks wait for maps and records).
 	p, _ := NewScanBackward(ScanDesc{Op: ScanCummax, DType: dtype.F32, Shape: []int{4096, 4096}})
 	w := p.geom.ws
-	if !p.geom.ext || w.flags != 16 || w.agg != 16 || w.incl != w.agg+16*4096*8 ||
-		w.fwd != w.incl+16*4096*4 || w.fix != w.fwd+16*4096*4 || w.zero != w.fix || w.size != w.fix+16*4096*8 {
-		t.Errorf("workspace layout %+v (ext %v)", w, p.geom.ext)
+	if !p.geom.ext || !p.geom.fixIn || w.flags != 16 || w.agg != 16 || w.incl != w.agg+16*4096*8 ||
+		w.fwd != w.incl+16*4096*4 || w.fix != w.fwd+16*4096*4 || w.size != w.fix+16*4096*8 || w.zero != w.size {
+		t.Errorf("workspace layout %+v (ext %v, fixIn %v)", w, p.geom.ext, p.geom.fixIn)
+	}
+	// f64 cummax: the fix pass is a second launch, the records unfilled.
+	p, _ = NewScanBackward(ScanDesc{Op: ScanCummax, DType: dtype.F64, Shape: []int{4096, 4096}})
+	w = p.geom.ws
+	if !p.geom.ext || p.geom.fixIn || w.zero != w.fix || p.geom.grid != p.geom.chunks*p.geom.units {
+		t.Errorf("f64 cummax: workspace layout %+v (ext %v, fixIn %v), grid %d", w, p.geom.ext, p.geom.fixIn, p.geom.grid)
 	}
 	// Float cumsum: one 8-byte slot per tile and slice (sum and value
 	// after), no incl part; f64 cumsum keeps the general layout.
