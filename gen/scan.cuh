@@ -1583,25 +1583,6 @@ __device__ __forceinline__ void scan_backward_row(const T* __restrict__ dy, cons
 	r.store(dx, L, off, vec);
 }
 
-// scan_ext_fix: one warp per SCAN_PASS slices walks their tile maps from
-// the end of the slice in scan order, 32 tiles a round (lane j: tile top -
-// j), and where a tile has a take-over (a = 0) writes dx at its k* with V
-// after the tile added. V after tile top - j is the maps of the tiles after
-// it applied to the round's carry: warp_carry_scan composes them (the
-// lanes below j are upstream). The round's maps of every slice are loaded
-// first, then the records, only where needed. (One thread per slice,
-// walking the tiles in batches of eight, took 13.7 us for 4096 slices of 16
-// tiles on an H100: 16 blocks, each waiting for one batch of loads after the
-// other.)
-//
-// Float opmath runs it in the main launch (InLaunch): the blocks whose
-// tickets come after every tile's (fb counts them) wait for the maps and
-// records, which the tiles publish as slots, and write dx at every k*,
-// which the tile itself leaves out of its store (so nothing orders the two
-// writes). A fix block waits only on tiles with lower tickets, which are
-// running or done. Double opmath (16-byte maps, no slots) runs it as a
-// second launch (SCAN_EXT_FIX) after the tiles, which stored dx at k*
-// without the carry, so it writes only where V after the tile is not 0.
 // FixLd reads a map or record for scan_ext_fix: as a slot in the main
 // launch (false until the tile has published it), plainly after it.
 template <bool InLaunch> struct FixLd {
@@ -1635,6 +1616,26 @@ template <> struct FixSt<true> {
 	static __device__ __forceinline__ void rec(FixRec<float>* p, float v, int k) { slot_st(p, v, k); }
 };
 
+// scan_ext_fix: one warp per SCAN_PASS slices walks their tile maps from
+// the end of the slice in scan order, 32 tiles a round (lane j: tile top -
+// j), and where a tile has a take-over (a = 0) writes dx at its k* with V
+// after the tile added. V after tile top - j is the maps of the tiles after
+// it applied to the round's carry: warp_carry_scan composes them (the
+// lanes below j are upstream). The round's maps of every slice are loaded
+// first, then the records, only where needed. (One thread per slice,
+// walking the tiles in batches of eight, took 13.7 us for 4096 slices of 16
+// tiles on an H100: 16 blocks, each waiting for one batch of loads after the
+// other.)
+//
+// Float opmath runs it in the main launch (InLaunch): the blocks whose
+// tickets come after every tile's (fb counts them) wait for the maps and
+// records, which the tiles publish as slots, and write dx at every k*,
+// which the tile itself leaves out of its store (so nothing orders the two
+// writes; with dx over x or dy, the tile's loads there are done before its
+// record, which depends on them, is published). A fix block waits only on
+// tiles with lower tickets, which are running or done. Double opmath (16-byte maps, no slots) runs it as a
+// second launch (SCAN_EXT_FIX) after the tiles, which stored dx at k*
+// without the carry, so it writes only where V after the tile is not 0.
 template <typename T, typename Op, bool InLaunch>
 __device__ __forceinline__ void scan_ext_fix(T* __restrict__ dx, const unsigned char* __restrict__ ws,
 		const ScanLayout& L, i64 fb) {
