@@ -79,14 +79,6 @@
 
 #define SCAN_THREADS 256
 #define SCAN_WARPS 8
-// SCAN_PASS is how many slices one warp of the ext fix pass takes, their
-// loads issued together (two gained about 1 us on an H100 when the pass
-// was always a launch of its own; since it runs in the main launch, two
-// made the bf16 kernels spill, and one does not); ops/scan.go's scanPass
-// mirrors it.
-#ifndef SCAN_PASS
-#define SCAN_PASS 1
-#endif
 #define SCAN_SRANK (BC_MAX_RANK - 1)
 
 enum { SCAN_MAIN = 0, SCAN_FWD_TILES = 1, SCAN_FWD_PREFIX = 2, SCAN_EXT_FIX = 4 };
@@ -114,8 +106,8 @@ struct ScanLayout {
 	i64 ws_fwd;      // forward values,
 	i64 ws_fix;      // take-over records (ext order),
 	i64 ws_unitflag; // unit flags (col cumprod); the ticket counter is at 0
-	// A ticket t names tile row t / R and look-back unit t % R, with R the
-	// units (col) or slices (row): bc_div's constants for R.
+	// A col ticket t names tile row t / units and look-back unit t % units:
+	// bc_div's constants for the units (0 in the row mapping, which divides).
 	unsigned long long tmagic;
 	int tshift;
 	int lsplit;  // log2(split): split is a power of two
@@ -455,16 +447,19 @@ __device__ __forceinline__ void load_steps(const T* __restrict__ q, i64 step, in
 	}
 }
 
+// store_steps stores the valid elements of v but index skip (-1: none;
+// the ext order's fix blocks store dx there).
 template <typename T, int N>
 __device__ __forceinline__ void store_steps(T* __restrict__ q, i64 step, int cnt, bool rev,
-		const typename OpMath<T>::type (&v)[N]) {
+		const typename OpMath<T>::type (&v)[N], int skip = -1) {
 	if (cnt == N) {
 #pragma unroll
-		for (int i = 0; i < N; ++i, q += step) *q = from_op<T>(v[i]);
+		for (int i = 0; i < N; ++i, q += step)
+			if (i != skip) *q = from_op<T>(v[i]);
 	} else {
 #pragma unroll
 		for (int i = 0; i < N; ++i, q += step)
-			if (rev ? i >= N - cnt : i < cnt) *q = from_op<T>(v[i]);
+			if ((rev ? i >= N - cnt : i < cnt) && i != skip) *q = from_op<T>(v[i]);
 	}
 }
 
@@ -581,8 +576,8 @@ __device__ __forceinline__ void load_scan(const T* __restrict__ p, i64 base, i64
 
 template <typename T, int N>
 __device__ __forceinline__ void store_scan(T* __restrict__ p, i64 base, i64 st, i64 k0, int cnt, bool rev,
-		const typename OpMath<T>::type (&v)[N]) {
-	store_steps<T, N>(p + base + (k0 + (rev ? N - 1 : 0)) * st, rev ? -st : st, cnt, rev, v);
+		const typename OpMath<T>::type (&v)[N], int skip = -1) {
+	store_steps<T, N>(p + base + (k0 + (rev ? N - 1 : 0)) * st, rev ? -st : st, cnt, rev, v, skip);
 }
 
 // flip reverses v in place when rev: memory order <-> scan order.
@@ -821,28 +816,14 @@ struct ScanRun {
 		for (int i = 0; i < N; ++i) g[i] = Op::grad(g[i]);
 	}
 
-	__device__ __forceinline__ void store(T* __restrict__ dx, const ScanLayout& L, const i64 (&off)[4], bool vec) {
+	// store writes dx; skip (col, scan order) is an index left out.
+	__device__ __forceinline__ void store(T* __restrict__ dx, const ScanLayout& L, const i64 (&off)[4], bool vec,
+			int skip = -1) {
 		if (Col) {
-			store_scan<T, N>(dx, off[3], L.astride[3], k0, cnt, rev, g);
+			store_scan<T, N>(dx, off[3], L.astride[3], k0, cnt, rev, g, skip);
 		} else {
 			flip(g, rev);
 			store_run<T, N>(dx, off[3], L.astride[3], k0, cnt, vec, g);
-		}
-	}
-
-	// store_skip stores as store (col) but leaves index skip (scan order;
-	// -1: none) out: the ext order's fix blocks store dx there.
-	__device__ __forceinline__ void store_skip(T* __restrict__ dx, const ScanLayout& L, const i64 (&off)[4], int skip) {
-		T* q = dx + off[3] + (k0 + (rev ? N - 1 : 0)) * L.astride[3];
-		const i64 step = rev ? -L.astride[3] : L.astride[3];
-		if (cnt == N) {
-#pragma unroll
-			for (int i = 0; i < N; ++i, q += step)
-				if (i != skip) *q = from_op<T>(g[i]);
-		} else {
-#pragma unroll
-			for (int i = 0; i < N; ++i, q += step)
-				if ((rev ? i >= N - cnt : i < cnt) && i != skip) *q = from_op<T>(g[i]);
 		}
 	}
 
@@ -1616,13 +1597,15 @@ template <> struct FixSt<true> {
 	static __device__ __forceinline__ void rec(FixRec<float>* p, float v, int k) { slot_st(p, v, k); }
 };
 
-// scan_ext_fix: one warp per SCAN_PASS slices walks their tile maps from
-// the end of the slice in scan order, 32 tiles a round (lane j: tile top -
-// j), and where a tile has a take-over (a = 0) writes dx at its k* with V
-// after the tile added. V after tile top - j is the maps of the tiles after
-// it applied to the round's carry: warp_carry_scan composes them (the
-// lanes below j are upstream). The round's maps of every slice are loaded
-// first, then the records, only where needed. (One thread per slice,
+// scan_ext_fix: one warp per slice walks its tile maps from the end of
+// the slice in scan order, 32 tiles a round (lane j: tile top - j), and
+// where a tile has a take-over (a = 0) writes dx at its k* with V after
+// the tile added. V after tile top - j is the maps of the tiles after it
+// applied to the round's carry: warp_carry_scan composes them (the lanes
+// below j are upstream). The records are read only where needed. (A warp
+// for two slices, their loads together, gained about 1 us on an H100 when
+// the pass was always a launch of its own; inline in the main launch it
+// made the compute_70 bf16 kernels spill. One thread per slice,
 // walking the tiles in batches of eight, took 13.7 us for 4096 slices of 16
 // tiles on an H100: 16 blocks, each waiting for one batch of loads after the
 // other.)
@@ -1633,51 +1616,39 @@ template <> struct FixSt<true> {
 // which the tile itself leaves out of its store (so nothing orders the two
 // writes; with dx over x or dy, the tile's loads there are done before its
 // record, which depends on them, is published). A fix block waits only on
-// tiles with lower tickets, which are running or done. Double opmath (16-byte maps, no slots) runs it as a
-// second launch (SCAN_EXT_FIX) after the tiles, which stored dx at k*
-// without the carry, so it writes only where V after the tile is not 0.
+// tiles with lower tickets, which are running or done. Double opmath
+// (16-byte maps, no slots) runs it as a second launch (SCAN_EXT_FIX)
+// after the tiles, which stored dx at k* without the carry, so it writes
+// only where V after the tile is not 0.
 template <typename T, typename Op, bool InLaunch>
 __device__ __forceinline__ void scan_ext_fix(T* __restrict__ dx, const unsigned char* __restrict__ ws,
 		const ScanLayout& L, i64 fb) {
 	typedef typename OpMath<T>::type M;
 	const int lane = threadIdx.x & 31;
-	const i64 s0 = (fb * SCAN_WARPS + (threadIdx.x >> 5)) * SCAN_PASS;
-	if (s0 >= L.nslices) return;
-	const Aff<M>* agg = reinterpret_cast<const Aff<M>*>(ws + L.ws_agg);
-	const FixRec<M>* fix = reinterpret_cast<const FixRec<M>*>(ws + L.ws_fix);
+	const i64 s = fb * SCAN_WARPS + (threadIdx.x >> 5);
+	if (s >= L.nslices) return;
+	const Aff<M>* agg = reinterpret_cast<const Aff<M>*>(ws + L.ws_agg) + s;
+	const FixRec<M>* fix = reinterpret_cast<const FixRec<M>*>(ws + L.ws_fix) + s;
+	i64 off[4];
+	scan_slice_offsets(L, s, off);
 	const bool rev = L.reverse != 0;
 	const i64 tile = (i64)L.split * L.items;
-	M v[SCAN_PASS];
-#pragma unroll
-	for (int j = 0; j < SCAN_PASS; ++j) v[j] = M(0);
+	M v = M(0);
 	for (i64 top = L.chunks - 1; top >= 0; top -= 32) {
 		const i64 c = top - lane;
-		Aff<M> m[SCAN_PASS];
-		FixRec<M> rec[SCAN_PASS];
-#pragma unroll
-		for (int j = 0; j < SCAN_PASS; ++j) {
-			m[j] = aff_identity<M>();
-			if (c >= 0 && s0 + j < L.nslices)
-				while (!FixLd<InLaunch>::map(agg + c * L.nslices + s0 + j, m[j])) __nanosleep(64);
+		Aff<M> m = aff_identity<M>();
+		if (c >= 0)
+			while (!FixLd<InLaunch>::map(agg + c * L.nslices, m)) __nanosleep(64);
+		FixRec<M> rec = FixRec<M>{M(0), 0};
+		if (c >= 0 && m.a == M(0))
+			while (!FixLd<InLaunch>::rec(fix + c * L.nslices, rec)) __nanosleep(64);
+		Aff<M> tot;
+		const M after = apply<Op>(warp_carry_scan<Op>(m, lane, true, tot), v);
+		if (c >= 0 && m.a == M(0) && (InLaunch || after != M(0))) {
+			const i64 q = rev ? L.chunks - 1 - c : c;
+			dx[off[3] + (q * tile + rec.k) * L.astride[3]] = from_op<T>(rec.v + after);
 		}
-#pragma unroll
-		for (int j = 0; j < SCAN_PASS; ++j) {
-			rec[j] = FixRec<M>{M(0), 0};
-			if (c >= 0 && s0 + j < L.nslices && m[j].a == M(0))
-				while (!FixLd<InLaunch>::rec(fix + c * L.nslices + s0 + j, rec[j])) __nanosleep(64);
-		}
-#pragma unroll
-		for (int j = 0; j < SCAN_PASS; ++j) {
-			Aff<M> tot;
-			const M after = apply<Op>(warp_carry_scan<Op>(m[j], lane, true, tot), v[j]);
-			if (c >= 0 && s0 + j < L.nslices && m[j].a == M(0) && (InLaunch || after != M(0))) {
-				i64 off[4];
-				scan_slice_offsets(L, s0 + j, off);
-				const i64 q = rev ? L.chunks - 1 - c : c;
-				dx[off[3] + (q * tile + rec[j].k) * L.astride[3]] = from_op<T>(rec[j].v + after);
-			}
-			v[j] = apply<Op>(tot, v[j]);
-		}
+		v = apply<Op>(tot, v);
 	}
 }
 
@@ -1844,7 +1815,7 @@ __device__ __forceinline__ void scan_backward_col(const T* __restrict__ dy, cons
 	}
 	scan_slice_offsets(L, has ? s : 0, off);
 	if (fix_in && ext && !r.quiet) {
-		r.store_skip(dx, L, off, skip);
+		r.store(dx, L, off, false, skip);
 	} else {
 		r.store(dx, L, off, false);
 	}

@@ -168,7 +168,7 @@ type scanGeom struct {
 	ext     bool   // cummax/cummin, col, chunked: the scan-order kernel and its fix pass (the col kernel derives the same from the op and chunks)
 	fixIn   bool   // ext, not f64: the fix pass's blocks come after the tiles in the main launch
 	grid    int64  // blocks of the main launch (and of the tile-aggregate pass)
-	tmagic  uint64 // chunked: divMagic of the tickets in a tile row (units, or slices in the row mapping)
+	tmagic  uint64 // chunked col: divMagic of the units (the tickets of a tile row)
 	tshift  int32
 	ws      scanWorkspace
 }
@@ -225,9 +225,6 @@ func scanItems(op ScanOp, dt dtype.DType) (row, col int64) {
 const (
 	scanBlock = 256
 	scanWarps = scanBlock / 32
-	// scanPass mirrors SCAN_PASS in gen/scan.cuh: the slices one warp of
-	// the ext fix pass takes.
-	scanPass = 1
 )
 
 func scanCeil(a, b int64) int64 { return (a + b - 1) / b }
@@ -270,9 +267,7 @@ func newScanGeom(op ScanOp, dt dtype.DType, shape []int, axis int, elems int64) 
 		}
 	}
 	if g.chunks > 1 {
-		if g.row {
-			g.tmagic, g.tshift = divMagic(g.nslices)
-		} else {
+		if !g.row {
 			g.tmagic, g.tshift = divMagic(g.units)
 		}
 		msize := int64(4)
@@ -316,7 +311,7 @@ func newScanGeom(op ScanOp, dt dtype.DType, shape []int, axis int, elems int64) 
 				// (gen/scan.cuh, scan_ext_fix), so the records are
 				// filled too.
 				g.fixIn = true
-				g.grid += scanCeil(g.nslices, scanWarps*scanPass)
+				g.grid += scanCeil(g.nslices, scanWarps) // a warp per slice
 				w.zero = w.size
 			}
 		}
@@ -632,7 +627,7 @@ func (p *ScanBackward) Run(s *driver.Stream, a *ScanArgs) error {
 				return err
 			}
 			L.phase = scanExtFix
-			return p.launch(lf, s, a, &L, scanCeil(g.nslices, scanWarps*scanPass))
+			return p.launch(lf, s, a, &L, scanCeil(g.nslices, scanWarps))
 		}
 		if passes {
 			L.phase = scanFwdTiles // a block per tile

@@ -117,7 +117,7 @@ func TestScanGeometry(t *testing.T) {
 		// Along the columns: 128 groups of 32 columns, tiles of 8*items rows.
 		{ScanCumsum, dtype.F32, []int{4096, 4096}, 0, false, 8, 32, 16, 128, 16 * 128},
 		// cummax (ext order, float opmath): the fix pass's blocks after the
-		// tiles, 8 slices a block.
+		// tiles, a warp per slice.
 		{ScanCummax, dtype.F32, []int{4096, 4096}, 0, false, 8, 32, 16, 128, 16*128 + 512},
 		{ScanLogcumsumexp, dtype.BF16, []int{4096, 4096}, 0, false, 8, 16, 32, 128, 32 * 128},
 		{ScanCumprod, dtype.F64, []int{4096, 4096}, 0, false, 8, 8, 64, 128, 64 * 128},
@@ -161,14 +161,12 @@ func TestScanGeometry(t *testing.T) {
 		if g.split&(g.split-1) != 0 || int32(1)<<L.lsplit != g.split {
 			t.Errorf("%s %v: split %d, lsplit %d", c.op, c.shape, g.split, L.lsplit)
 		}
-		if g.chunks > 1 {
-			per := g.units
-			if g.row {
-				per = g.nslices
+		if g.chunks > 1 && !g.row {
+			if m, sh := divMagic(g.units); L.tmagic != m || L.tshift != sh {
+				t.Errorf("%s %v: ticket magic (%d, %d), want divMagic(%d) = (%d, %d)", c.op, c.shape, L.tmagic, L.tshift, g.units, m, sh)
 			}
-			if m, sh := divMagic(per); L.tmagic != m || L.tshift != sh {
-				t.Errorf("%s %v: ticket magic (%d, %d), want divMagic(%d) = (%d, %d)", c.op, c.shape, L.tmagic, L.tshift, per, m, sh)
-			}
+		} else if L.tmagic != 0 || L.tshift != 0 {
+			t.Errorf("%s %v: ticket magic (%d, %d) where no kernel uses it", c.op, c.shape, L.tmagic, L.tshift)
 		}
 	}
 	// The workspace of the chained bench case: maps, forward values and
@@ -435,12 +433,12 @@ func FuzzScanDescriptor(f *testing.F) {
 
 // TestScanConstantsAgree ties the launcher's constants to the #defines
 // and the bf16 run lengths of cumprod, cummax and cummin in gen/scan.cuh:
-// a fix pass grid computed for another SCAN_PASS would leave slices
+// a fix pass grid computed for another SCAN_WARPS would leave slices
 // without a warp (or run warps past the end), and a col run length that
 // differs from the kernel's would cut tiles the kernel does not expect.
 func TestScanConstantsAgree(t *testing.T) {
 	cuh := genSource(t, "scan.cuh")
-	for name, want := range map[string]int{"SCAN_THREADS": scanBlock, "SCAN_WARPS": scanWarps, "SCAN_PASS": scanPass} {
+	for name, want := range map[string]int{"SCAN_THREADS": scanBlock, "SCAN_WARPS": scanWarps} {
 		got, ok := cuhDefine(cuh, name)
 		if !ok {
 			t.Errorf("gen/scan.cuh: no #define %s", name)
