@@ -111,8 +111,14 @@ struct ScanLayout {
 	unsigned long long tmagic;
 	int tshift;
 	int lsplit;  // log2(split): split is a power of two
+	// The fill blocks (see scan_take): the first `fillers` tickets set
+	// [16, ws_fill) of the workspace to 0xff bytes, a share each (0: the
+	// row mapping's forward-state passes fill it).
+	i64 ws_fill;
+	int fillers;
+	int pad_;
 };
-static_assert(sizeof(ScanLayout) == 520, "ScanLayout must match ops/scan.go");
+static_assert(sizeof(ScanLayout) == 536, "ScanLayout must match ops/scan.go");
 
 // FixRec is a tile's take-over record (ext order): dx at its last take-over
 // k* without the carry, and k* as an offset in the tile.
@@ -613,9 +619,10 @@ __device__ __forceinline__ void st_cg(double* p, double v) { __stcg(p, v); }
 __device__ __forceinline__ float ld_cg(const float* p) { return __ldcg(p); }
 __device__ __forceinline__ double ld_cg(const double* p) { return __ldcg(p); }
 
-// The launcher fills the look-back part of the workspace with 0xff bytes
-// before each launch: SCAN_NONE is a flag, or a 32-bit slot, that no tile
-// has written yet (and the ticket counter starts at all ones).
+// The look-back part of the workspace holds 0xff bytes before the tiles
+// write it (the fill blocks', see scan_take, or the row mapping's first
+// pass): SCAN_NONE is a flag, or a 32-bit slot, that no tile has written
+// yet (and the ticket counter starts at all ones).
 #define SCAN_NONE 0xffffffffu
 
 __device__ __forceinline__ unsigned ld_flag(const unsigned* p) { return *reinterpret_cast<const volatile unsigned*>(p); }
@@ -1283,11 +1290,82 @@ __device__ __forceinline__ M fwd_lookback(unsigned char* ws, const ScanLayout& L
 			Op::template fwd_identity<M>(), FwdFold<Op>());
 }
 
+// Tickets. The counter at workspace byte 0 starts at all ones (the
+// launcher's memset of 16 bytes), so an atomic add's old value plus one
+// holds the tickets taken before it in its low SCAN_TK_BITS bits and,
+// above them, the fill blocks that are done. The first L.fillers tickets
+// are fill blocks: each sets its share of the slots, [16, L.ws_fill), to
+// 0xff bytes and then counts itself done behind a fence (so the launcher
+// no longer fills them with a memset, which cost about 2 us on an H100).
+// A thread reads or writes the slots only after it has seen every fill
+// block done through an acquire: its block's ticket (scan_take), or
+// scan_ws_wait. Fill tickets come before every other, so a tile waits
+// only on fill blocks that are running, and a fill block on nothing.
+#define SCAN_TK_BITS 40
+#define SCAN_TK_MASK ((1ULL << SCAN_TK_BITS) - 1ULL)
+
+__device__ __forceinline__ unsigned long long scan_ticket_acquire(unsigned long long* p) {
+	unsigned long long r;
+	asm volatile("atom.add.acquire.gpu.global.u64 %0, [%1], 1;" : "=l"(r) : "l"(p) : "memory");
+	return r + 1ULL;
+}
+
+// scan_ticket takes a ticket where no fill blocks come first.
 __device__ __forceinline__ i64 scan_ticket(unsigned char* ws) {
 	__shared__ unsigned long long t;
 	if (threadIdx.x == 0) t = atomicAdd(reinterpret_cast<unsigned long long*>(ws), 1ULL) + 1ULL;  // from all ones
 	__syncthreads();
 	return (i64)t;
+}
+
+// scan_fill_part: fill block b of `fillers` sets its share of the
+// workspace's slots, [16, ws_fill), to 0xff bytes (16 a store), then
+// counts itself done.
+__device__ __forceinline__ void scan_fill_part(unsigned char* __restrict__ ws, i64 ws_fill, int fillers, i64 b) {
+	const i64 words = (ws_fill - 16) >> 4;
+	const i64 per = (words + fillers - 1) / fillers;
+	const i64 w1 = b * per + per < words ? b * per + per : words;
+	uint4* p = reinterpret_cast<uint4*>(ws + 16);
+	for (i64 w = b * per + threadIdx.x; w < w1; w += SCAN_THREADS) p[w] = make_uint4(~0u, ~0u, ~0u, ~0u);
+	__syncthreads();
+	if (threadIdx.x == 0) {
+		fence_gpu();
+		atomicAdd(reinterpret_cast<unsigned long long*>(ws), 1ULL << SCAN_TK_BITS);
+	}
+}
+
+// scan_take: thread 0 takes the block's ticket with an acquire, and a fill
+// block runs its share. Returns -1 for a fill block; else the ticket
+// counted from the first after the fill blocks', with SCAN_READY set
+// where every fill block was done by then. Not inlined: inlined, the
+// ticket and fill code changed how ptxas allocated registers in the tile
+// code after it (logcumsumexp bf16 along axis 0 1 us slower on an H100).
+#define SCAN_READY (1LL << 62)
+__device__ __noinline__ i64 scan_take(unsigned char* __restrict__ ws, i64 ws_fill, int fillers) {
+	__shared__ unsigned long long s_t;
+	if (threadIdx.x == 0) s_t = scan_ticket_acquire(reinterpret_cast<unsigned long long*>(ws));
+	__syncthreads();
+	const unsigned long long v = s_t;
+	const i64 t = (i64)(v & SCAN_TK_MASK);
+	if (t < fillers) {
+		scan_fill_part(ws, ws_fill, fillers, t);
+		return -1;
+	}
+	return (t - fillers) | ((i64)(v >> SCAN_TK_BITS) == (i64)fillers ? SCAN_READY : 0);
+}
+
+// scan_ws_wait: before a thread's first access to the slots, unless ready,
+// wait (acquire) until every fill block is done.
+__device__ __forceinline__ void scan_ws_wait(const unsigned char* ws, const ScanLayout& L, bool& ready) {
+	if (ready) return;
+	const unsigned long long* p = reinterpret_cast<const unsigned long long*>(ws);
+	for (;;) {
+		unsigned long long v;
+		asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+		if ((i64)((v + 1ULL) >> SCAN_TK_BITS) == (i64)L.fillers) break;
+		__nanosleep(64);
+	}
+	ready = true;
 }
 
 // scan_fwd_prefix (phase 2, row mapping): one thread per slice turns the
@@ -1382,7 +1460,7 @@ __device__ __forceinline__ typename OpMath<T>::type tile_y_end(const T* __restri
 // written over x, in place).
 template <typename T, typename Op>
 __device__ __forceinline__ void scan_fwd_unit(const T* __restrict__ x, const T* __restrict__ y,
-		unsigned char* __restrict__ ws, const ScanLayout& L, i64 unit, i64 s, bool has) {
+		unsigned char* __restrict__ ws, const ScanLayout& L, i64 unit, i64 s, bool has, bool& ready) {
 	typedef typename OpMath<T>::type M;
 	__shared__ i64 s_first[SCAN_WARPS][32];
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -1428,14 +1506,18 @@ __device__ __forceinline__ void scan_fwd_unit(const T* __restrict__ x, const T* 
 		fence_gpu();
 		__syncthreads();
 	}
-	if (threadIdx.x == 0) st_flag(reinterpret_cast<unsigned*>(ws + L.ws_unitflag) + unit, need ? 2u : 1u);
+	if (threadIdx.x == 0) {
+		scan_ws_wait(ws, L, ready);
+		st_flag(reinterpret_cast<unsigned*>(ws + L.ws_unitflag) + unit, need ? 2u : 1u);
+	}
 }
 
 template <typename Op, typename M>
 __device__ __forceinline__ M scan_fwd_wait(unsigned char* __restrict__ ws, const ScanLayout& L, i64 q, i64 unit,
-		i64 s, bool has) {
+		i64 s, bool has, bool& ready) {
 	__shared__ unsigned s_state;
 	if (threadIdx.x == 0) {
+		scan_ws_wait(ws, L, ready);
 		const unsigned* flag = reinterpret_cast<const unsigned*>(ws + L.ws_unitflag) + unit;
 		unsigned st;
 		while ((st = ld_flag(flag)) == SCAN_NONE) __nanosleep(64);
@@ -1473,12 +1555,23 @@ __device__ __forceinline__ void scan_backward_row(const T* __restrict__ dy, cons
 	M* fwdbuf = reinterpret_cast<M*>(ws + L.ws_fwd);
 
 	i64 s, c = 0, q = 0;
+	bool ready = true;
 	if (L.phase == SCAN_FWD_TILES) {
 		if (!Op::fwd) return;
 		q = (i64)blockIdx.x / L.nslices;
 		s = (i64)blockIdx.x - q * L.nslices;
 	} else if (chunked) {
-		const i64 t = scan_ticket(ws);
+		i64 t;
+		if (Op::fwd) {
+			// The forward-state passes filled the slots (scan_fill_slots)
+			// and reset the counter: no fill blocks.
+			t = scan_ticket(ws);
+		} else {
+			t = scan_take(ws, L.ws_fill, L.fillers);
+			if (t < 0) return;
+			ready = (t & SCAN_READY) != 0;
+			t &= ~SCAN_READY;
+		}
 		c = t / L.nslices;
 		s = t - c * L.nslices;
 		q = rev ? c : L.chunks - 1 - c;
@@ -1546,6 +1639,7 @@ __device__ __forceinline__ void scan_backward_row(const T* __restrict__ dy, cons
 			// The tile's map: the warps composed, upstream first.
 			Aff<M> tot = aff_identity<M>();
 			for (int i = 0; i < SCAN_WARPS; ++i) tot = compose<Op>(s_aff[rev ? i : SCAN_WARPS - 1 - i], tot);
+			scan_ws_wait(ws, L, ready);
 			const M vin = lookback<Op, M>(ws, L, c, s, s, has && lane == 0, tot);
 			if (lane == 0) s_vin = vin;
 		}
@@ -1669,7 +1763,8 @@ __device__ __forceinline__ void scan_backward_col(const T* __restrict__ dy, cons
 	// runs: without the others' code the bf16 cummax and cummin kernels
 	// spill less and run faster. The fix pass of the ext order runs in the
 	// main launch with float opmath (fix_in), as a second launch
-	// (SCAN_EXT_FIX) with double.
+	// (SCAN_EXT_FIX) with double. Chunked, the tickets come in order: the
+	// fill blocks', the tiles', then the fix blocks'.
 	constexpr bool fix_in = Op::mask_factors && sizeof(M) == 4;
 	if (L.phase == SCAN_EXT_FIX) {
 		if (Op::mask_factors && !fix_in) scan_ext_fix<T, Op, false>(dx, ws, L, blockIdx.x);
@@ -1685,10 +1780,15 @@ __device__ __forceinline__ void scan_backward_col(const T* __restrict__ dy, cons
 	const int items = L.items;
 
 	i64 unit, c = 0, q = 0;
+	bool ready = true;
 	if (chunked) {
-		const i64 t = scan_ticket(ws);
+		i64 t = scan_take(ws, L.ws_fill, L.fillers);
+		if (t < 0) return;
+		ready = (t & SCAN_READY) != 0;
+		t &= ~SCAN_READY;
 		if (fix_in && t >= L.chunks * L.units) {
 			// A fix block (ext order): every tile has its ticket.
+			scan_ws_wait(ws, L, ready);
 			scan_ext_fix<T, Op, fix_in>(dx, ws, L, t - L.chunks * L.units);
 			return;
 		}
@@ -1712,7 +1812,7 @@ __device__ __forceinline__ void scan_backward_col(const T* __restrict__ dy, cons
 
 	// Chunked cumprod: the unit's first tile finds whether the unit needs
 	// its forward state, and writes it if so (before it loads its run).
-	if (Op::fwd_shortcut && chunked && c == 0) scan_fwd_unit<T, Op>(x, y, ws, L, unit, s, has);
+	if (Op::fwd_shortcut && chunked && c == 0) scan_fwd_unit<T, Op>(x, y, ws, L, unit, s, has, ready);
 	r.init(k0, cnt, rev);
 	r.load(dy, x, y, L, off, false);
 	M f = Op::template fwd_identity<M>();
@@ -1720,7 +1820,7 @@ __device__ __forceinline__ void scan_backward_col(const T* __restrict__ dy, cons
 	if (Op::fwd && (!Direct<Op>::on || __syncthreads_or(!fast))) {
 		// Chunked cumprod: the state before the tile, where a NaN y asks.
 		if (Op::fwd_shortcut && chunked && __syncthreads_or(!fast && r.nan_before()))
-			f = scan_fwd_wait<Op, M>(ws, L, q, unit, s, has);
+			f = scan_fwd_wait<Op, M>(ws, L, q, unit, s, has, ready);
 		s_fwd[warp][lane] = r.fwd_total();
 		__syncthreads();
 		if (ext) {
@@ -1731,6 +1831,7 @@ __device__ __forceinline__ void scan_backward_col(const T* __restrict__ dy, cons
 			if (warp == 0) {
 				M tot = s_fwd[0][lane];
 				for (int w = 1; w < SCAN_WARPS; ++w) tot = Op::fwd_combine(tot, s_fwd[w][lane]);
+				scan_ws_wait(ws, L, ready);
 				M p = fwd_lookback<Op, M>(ws, L, c, unit, s, has, tot);
 #pragma unroll
 				for (int i = 0; i < SCAN_WARPS; ++i) {
@@ -1774,6 +1875,7 @@ __device__ __forceinline__ void scan_backward_col(const T* __restrict__ dy, cons
 			// The tile's map, for scan_ext_fix.
 			if (has) FixSt<fix_in>::map(reinterpret_cast<Aff<M>*>(ws + L.ws_agg) + c * L.nslices + s, tot);
 		} else {
+			scan_ws_wait(ws, L, ready);
 			s_vin[lane] = lookback<Op, M>(ws, L, c, unit, s, has, tot);
 		}
 	}

@@ -19,7 +19,7 @@ var scanFamily = Family{
 		ptrParam("y", "const T* __restrict__"),
 		ptrParam("dx", "T* __restrict__"),
 		ptrParam("ws", "void* __restrict__"),
-		{Name: "L", C: "ScanLayout", PTX: "b8", Size: 520, Align: 8},
+		{Name: "L", C: "ScanLayout", PTX: "b8", Size: 536, Align: 8},
 	},
 	DTypes: allDTypes,
 	Ops: []Op{

@@ -168,6 +168,7 @@ type scanGeom struct {
 	ext     bool   // cummax/cummin, col, chunked: the scan-order kernel and its fix pass (the col kernel derives the same from the op and chunks)
 	fixIn   bool   // ext, not f64: the fix pass's blocks come after the tiles in the main launch
 	grid    int64  // blocks of the main launch (and of the tile-aggregate pass)
+	fillers int64  // chunked, no forward-state passes: fill blocks, the first tickets (gen/scan.cuh, scan_take)
 	tmagic  uint64 // chunked col: divMagic of the units (the tickets of a tile row)
 	tshift  int32
 	ws      scanWorkspace
@@ -179,12 +180,12 @@ type scanGeom struct {
 // tile and slice the tile's map, the
 // value after it and its forward prefix (or value, in the ext order);
 // float cumsum keeps its map (a sum) and the value after it in one slot
-// of the map part, and has no incl part. [0, zero) is filled with 0xff
-// bytes before each main launch (a memset, or the row mapping's first
-// forward-state pass): the ticket counter starts at all ones, and the
-// look-back's flags (double opmath) and values (float opmath: each its
-// own flag) and the unit flags read as not yet written (SCAN_NONE in
-// gen/scan.cuh).
+// of the map part, and has no incl part. [0, zero) holds 0xff bytes
+// before the tiles run (Run's memset of the ticket counter, [0, 16), then
+// the main launch's fill blocks; or the row mapping's first forward-state
+// pass): the ticket counter starts at all ones, and the look-back's flags
+// (double opmath) and values (float opmath: each its own flag) and the
+// unit flags read as not yet written (SCAN_NONE in gen/scan.cuh).
 type scanWorkspace struct {
 	flags, unitFlag, zero, agg, incl, fwd, fix, size int64
 }
@@ -316,7 +317,33 @@ func newScanGeom(op ScanOp, dt dtype.DType, shape []int, axis int, elems int64) 
 			}
 		}
 	}
+	if g.chunks > 1 {
+		g.addFillers(op)
+	}
 	return g
+}
+
+// scanFillShare is the most bytes of the workspace's slots that one fill
+// block sets (16 KiB: four 16-byte stores a thread).
+const scanFillShare = 16 << 10
+
+// scanMaxFillers bounds the fill blocks.
+const scanMaxFillers = 128
+
+// addFillers gives a chunked launch without forward-state passes its fill
+// blocks: the first tickets of the main launch set the slots, [16,
+// ws.zero), to 0xff bytes, so that Run's memset before it covers only the
+// ticket counter (16 bytes). A memset of the slots cost about 2 us on an
+// H100 (docs/benchmarks.md); the fill blocks' stores overlap the tiles'
+// loads.
+func (g *scanGeom) addFillers(op ScanOp) {
+	if g.row && op.forwardState() {
+		return // the forward-state passes fill the slots
+	}
+	if n := g.ws.zero - 16; n > 0 {
+		g.fillers = min(scanCeil(n, scanFillShare), scanMaxFillers)
+		g.grid += g.fillers
+	}
 }
 
 // lazyFwd: the forward state is computed in the main launch, where dx
@@ -509,6 +536,8 @@ type scanLayout struct {
 	wsFwd, wsFix, wsUnitFlag  int64
 	tmagic                    uint64 // bc_div's constants for the tickets of a tile row
 	tshift, lsplit            int32  // lsplit: log2(split)
+	wsFill                    int64  // the fill blocks' part: [16, wsFill)
+	fillers, _                int32
 }
 
 // Kernel phases (SCAN_MAIN, SCAN_FWD_TILES, SCAN_FWD_PREFIX,
@@ -530,7 +559,11 @@ func (p *ScanBackward) layout(a *ScanArgs, L *scanLayout) {
 	*L = scanLayout{n: g.n, nslices: g.nslices, chunks: g.chunks, units: g.units,
 		split: g.split, items: g.items, phase: scanMain,
 		wsFlags: g.ws.flags, wsAgg: g.ws.agg, wsIncl: g.ws.incl, wsFwd: g.ws.fwd, wsFix: g.ws.fix, wsUnitFlag: g.ws.unitFlag,
-		tmagic: g.tmagic, tshift: g.tshift, lsplit: int32(bits.TrailingZeros32(uint32(g.split)))}
+		tmagic: g.tmagic, tshift: g.tshift, lsplit: int32(bits.TrailingZeros32(uint32(g.split))),
+		fillers: int32(g.fillers)}
+	if g.fillers > 0 {
+		L.wsFill = g.ws.zero
+	}
 	if p.desc.Reverse {
 		L.reverse = 1
 	}
@@ -590,11 +623,11 @@ func (p *ScanBackward) layout(a *ScanArgs, L *scanLayout) {
 
 // Run validates args and enqueues the backward on s: with a workspace,
 // in the row mapping two forward-state passes for cumprod, cummax and
-// cummin (the first fills the look-back part; otherwise a memset does),
-// then the scan kernel (ext: a memset, then the scan-order kernel with the
-// fix pass's blocks after its tiles, or with f64 the fix pass as a second
-// launch). It never allocates device memory, copies from the host or
-// synchronizes.
+// cummin (the first fills the look-back part), otherwise a 16-byte memset
+// of the ticket counter (the main launch's fill blocks fill the rest);
+// then the scan kernel (ext: the scan-order kernel with the fix pass's
+// blocks after its tiles, or with f64 the fix pass as a second launch).
+// It never allocates device memory, copies from the host or synchronizes.
 func (p *ScanBackward) Run(s *driver.Stream, a *ScanArgs) error {
 	if s == nil {
 		return p.id.errorf(ErrNilStream, "Run needs a stream")
@@ -614,11 +647,12 @@ func (p *ScanBackward) Run(s *driver.Stream, a *ScanArgs) error {
 	g := &p.geom
 	if g.chunks > 1 {
 		// The row mapping's forward-state passes fill the look-back part
-		// themselves (gen/scan.cuh, scan_fill_slots); the rest need a
-		// memset.
+		// and reset the ticket counter themselves (gen/scan.cuh,
+		// scan_fill_slots); otherwise the counter is set to all ones here
+		// and the main launch's fill blocks fill the rest (scan_take).
 		passes := g.row && p.desc.Op.forwardState()
 		if !passes {
-			if err := s.MemsetD8Async(a.Workspace.Slice(0, g.ws.zero), 0xff); err != nil {
+			if err := s.MemsetD8Async(a.Workspace.Slice(0, 16), 0xff); err != nil {
 				return err
 			}
 		}

@@ -21,8 +21,8 @@ func init() {
 }
 
 func TestScanLayoutSize(t *testing.T) {
-	if s := unsafe.Sizeof(scanLayout{}); s != 520 {
-		t.Fatalf("scanLayout is %d bytes; ScanLayout in gen/scan.cuh is 520", s)
+	if s := unsafe.Sizeof(scanLayout{}); s != 536 {
+		t.Fatalf("scanLayout is %d bytes; ScanLayout in gen/scan.cuh is 536", s)
 	}
 	if o := unsafe.Offsetof(scanLayout{}.sstride); o != 200 {
 		t.Errorf("sstride at offset %d, want 200", o)
@@ -110,31 +110,37 @@ func TestScanGeometry(t *testing.T) {
 		split, items int32
 		chunks       int64
 		units, grid  int64
+		fillers      int64 // fill blocks (chunked, no forward-state passes), in grid too
 	}{
 		// 4096x4096 along the rows: one row per block, one tile each.
-		{ScanCumsum, dtype.F32, []int{4096, 4096}, 1, true, 256, 16, 1, 4096, 4096},
-		{ScanCummax, dtype.BF16, []int{4096, 4096}, 1, true, 128, 32, 1, 4096, 2048},
-		// Along the columns: 128 groups of 32 columns, tiles of 8*items rows.
-		{ScanCumsum, dtype.F32, []int{4096, 4096}, 0, false, 8, 32, 16, 128, 16 * 128},
+		{ScanCumsum, dtype.F32, []int{4096, 4096}, 1, true, 256, 16, 1, 4096, 4096, 0},
+		{ScanCummax, dtype.BF16, []int{4096, 4096}, 1, true, 128, 32, 1, 4096, 2048, 0},
+		// Along the columns: 128 groups of 32 columns, tiles of 8*items rows;
+		// a fill block per 16 KiB of slots (here 8 bytes per tile and slice).
+		{ScanCumsum, dtype.F32, []int{4096, 4096}, 0, false, 8, 32, 16, 128, 32 + 16*128, 32},
 		// cummax (ext order, float opmath): the fix pass's blocks after the
 		// tiles, a warp per slice.
-		{ScanCummax, dtype.F32, []int{4096, 4096}, 0, false, 8, 32, 16, 128, 16*128 + 512},
-		{ScanLogcumsumexp, dtype.BF16, []int{4096, 4096}, 0, false, 8, 16, 32, 128, 32 * 128},
-		{ScanCumprod, dtype.F64, []int{4096, 4096}, 0, false, 8, 8, 64, 128, 64 * 128},
+		// tiles, a warp per slice. 24 bytes of slots per tile and slice.
+		{ScanCummax, dtype.F32, []int{4096, 4096}, 0, false, 8, 32, 16, 128, 96 + 16*128 + 512, 96},
+		{ScanLogcumsumexp, dtype.BF16, []int{4096, 4096}, 0, false, 8, 16, 32, 128, 96 + 32*128, 96},
+		// At most 128 fill blocks.
+		{ScanCumprod, dtype.F64, []int{4096, 4096}, 0, false, 8, 8, 64, 128, 128 + 64*128, 128},
 		// Short rows: several slices per block (32 threads each).
-		{ScanCumsum, dtype.F32, []int{100, 300}, 1, true, 32, 16, 1, 100, 13},
-		{ScanCumprod, dtype.F64, []int{5, 1000}, 1, true, 128, 8, 1, 5, 3},
+		{ScanCumsum, dtype.F32, []int{100, 300}, 1, true, 32, 16, 1, 100, 13, 0},
+		{ScanCumprod, dtype.F64, []int{5, 1000}, 1, true, 128, 8, 1, 5, 3, 0},
 		// Long rows chain tiles.
-		{ScanCumsum, dtype.F32, []int{3, 100000}, 1, true, 256, 16, 25, 3, 75},
-		{ScanCumsum, dtype.F64, []int{100000}, 0, true, 256, 8, 49, 1, 49},
+		{ScanCumsum, dtype.F32, []int{3, 100000}, 1, true, 256, 16, 25, 3, 1 + 75, 1},
+		{ScanCumsum, dtype.F64, []int{100000}, 0, true, 256, 8, 49, 1, 1 + 49, 1},
+		// The row mapping's forward-state passes fill the slots themselves.
+		{ScanCumprod, dtype.F32, []int{3, 100000}, 1, true, 256, 16, 25, 3, 75, 0},
 		// Very short rows go to col: lanes take slices.
-		{ScanCumsum, dtype.F32, []int{1000, 7}, 1, false, 1, 7, 1, 32, 4},
-		{ScanCumsum, dtype.F32, []int{1000, 64}, 1, false, 2, 32, 1, 32, 8},
-		{ScanCumprod, dtype.F32, []int{1000, 64}, 1, false, 4, 16, 1, 32, 16},
-		{ScanCummin, dtype.F16, []int{1000, 100}, 1, false, 4, 25, 1, 32, 16},
+		{ScanCumsum, dtype.F32, []int{1000, 7}, 1, false, 1, 7, 1, 32, 4, 0},
+		{ScanCumsum, dtype.F32, []int{1000, 64}, 1, false, 2, 32, 1, 32, 8, 0},
+		{ScanCumprod, dtype.F32, []int{1000, 64}, 1, false, 4, 16, 1, 32, 16, 0},
+		{ScanCummin, dtype.F16, []int{1000, 100}, 1, false, 4, 25, 1, 32, 16, 0},
 		// An inner axis of a rank-3 tensor.
-		{ScanCumprod, dtype.F32, []int{6, 300, 70}, 1, false, 8, 16, 3, 14, 42},
-		{ScanCumsum, dtype.F32, []int{1}, 0, false, 1, 1, 1, 1, 1},
+		{ScanCumprod, dtype.F32, []int{6, 300, 70}, 1, false, 8, 16, 3, 14, 1 + 42, 1},
+		{ScanCumsum, dtype.F32, []int{1}, 0, false, 1, 1, 1, 1, 1, 0},
 	}
 	for _, c := range cases {
 		p, err := NewScanBackward(ScanDesc{Op: c.op, DType: c.dt, Shape: c.shape, Axis: c.axis})
@@ -142,10 +148,11 @@ func TestScanGeometry(t *testing.T) {
 			t.Fatal(err)
 		}
 		g := p.geom
-		if g.row != c.row || g.split != c.split || g.items != c.items || g.chunks != c.chunks || g.units != c.units || g.grid != c.grid {
-			t.Errorf("%s %s %v axis %d: row=%v split=%d items=%d chunks=%d units=%d grid=%d, want %v %d %d %d %d %d",
-				c.op, c.dt, c.shape, c.axis, g.row, g.split, g.items, g.chunks, g.units, g.grid,
-				c.row, c.split, c.items, c.chunks, c.units, c.grid)
+		if g.row != c.row || g.split != c.split || g.items != c.items || g.chunks != c.chunks || g.units != c.units ||
+			g.grid != c.grid || g.fillers != c.fillers {
+			t.Errorf("%s %s %v axis %d: row=%v split=%d items=%d chunks=%d units=%d grid=%d fillers=%d, want %v %d %d %d %d %d %d",
+				c.op, c.dt, c.shape, c.axis, g.row, g.split, g.items, g.chunks, g.units, g.grid, g.fillers,
+				c.row, c.split, c.items, c.chunks, c.units, c.grid, c.fillers)
 		}
 		if tile := int64(g.split) * int64(g.items); tile*g.chunks < g.n || tile*(g.chunks-1) >= g.n {
 			t.Errorf("%s %v: %d tiles of %d elements for %d", c.op, c.shape, g.chunks, tile, g.n)
@@ -158,6 +165,15 @@ func TestScanGeometry(t *testing.T) {
 		sa := scanArgs(p)
 		var L scanLayout
 		p.layout(&sa, &L)
+		// The fill blocks' part is every slot (ws.zero); without fill
+		// blocks the kernel reads none of it.
+		wantFill := int64(0)
+		if g.fillers > 0 {
+			wantFill = g.ws.zero
+		}
+		if int64(L.fillers) != g.fillers || L.wsFill != wantFill {
+			t.Errorf("%s %v: fillers %d, wsFill %d (zero %d)", c.op, c.shape, L.fillers, L.wsFill, g.ws.zero)
+		}
 		if g.split&(g.split-1) != 0 || int32(1)<<L.lsplit != g.split {
 			t.Errorf("%s %v: split %d, lsplit %d", c.op, c.shape, g.split, L.lsplit)
 		}
@@ -182,7 +198,7 @@ func TestScanGeometry(t *testing.T) {
 	// f64 cummax: the fix pass is a second launch, the records unfilled.
 	p, _ = NewScanBackward(ScanDesc{Op: ScanCummax, DType: dtype.F64, Shape: []int{4096, 4096}})
 	w = p.geom.ws
-	if !p.geom.ext || p.geom.fixIn || w.zero != w.fix || p.geom.grid != p.geom.chunks*p.geom.units {
+	if !p.geom.ext || p.geom.fixIn || w.zero != w.fix || p.geom.grid != p.geom.fillers+p.geom.chunks*p.geom.units {
 		t.Errorf("f64 cummax: workspace layout %+v (ext %v, fixIn %v), grid %d", w, p.geom.ext, p.geom.fixIn, p.geom.grid)
 	}
 	// Float cumsum: one 8-byte slot per tile and slice (sum and value

@@ -474,7 +474,7 @@ var familyTable = [...]familyRow{
 		{name: "y", ptx: "u64", size: 8, align: 8},
 		{name: "dx", ptx: "u64", size: 8, align: 8},
 		{name: "ws", ptx: "u64", size: 8, align: 8},
-		{name: "L", ptx: "b8", size: 520, align: 8},
+		{name: "L", ptx: "b8", size: 536, align: 8},
 	}},
 	{name: "lppool", prefix: "lppool_bw", block: 256, params: []abiParam{
 		{name: "x", ptx: "u64", size: 8, align: 8},
