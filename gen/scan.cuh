@@ -1304,6 +1304,12 @@ __device__ __forceinline__ M fwd_lookback(unsigned char* ws, const ScanLayout& L
 #define SCAN_TK_BITS 40
 #define SCAN_TK_MASK ((1ULL << SCAN_TK_BITS) - 1ULL)
 
+// scan_fills_done: the counter's value plus one (n) says every fill block
+// is done.
+__device__ __forceinline__ bool scan_fills_done(unsigned long long n, int fillers) {
+	return (i64)(n >> SCAN_TK_BITS) == (i64)fillers;
+}
+
 __device__ __forceinline__ unsigned long long scan_ticket_acquire(unsigned long long* p) {
 	unsigned long long r;
 	asm volatile("atom.add.acquire.gpu.global.u64 %0, [%1], 1;" : "=l"(r) : "l"(p) : "memory");
@@ -1351,7 +1357,7 @@ __device__ __noinline__ i64 scan_take(unsigned char* __restrict__ ws, i64 ws_fil
 		scan_fill_part(ws, ws_fill, fillers, t);
 		return -1;
 	}
-	return (t - fillers) | ((i64)(v >> SCAN_TK_BITS) == (i64)fillers ? SCAN_READY : 0);
+	return (t - fillers) | (scan_fills_done(v, fillers) ? SCAN_READY : 0);
 }
 
 // scan_ws_wait: before a thread's first access to the slots, unless ready,
@@ -1362,7 +1368,7 @@ __device__ __forceinline__ void scan_ws_wait(const unsigned char* ws, const Scan
 	for (;;) {
 		unsigned long long v;
 		asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-		if ((i64)((v + 1ULL) >> SCAN_TK_BITS) == (i64)L.fillers) break;
+		if (scan_fills_done(v + 1ULL, L.fillers)) break;
 		__nanosleep(64);
 	}
 	ready = true;

@@ -228,6 +228,11 @@ const (
 	scanWarps = scanBlock / 32
 )
 
+// scanCounter is the workspace's first bytes: the ticket counter (and
+// room to keep what follows 16-byte aligned), which Run sets to all ones
+// when no forward-state pass does (gen/scan.cuh, scan_take).
+const scanCounter = 16
+
 func scanCeil(a, b int64) int64 { return (a + b - 1) / b }
 
 func scanAlign16(v int64) int64 { return (v + 15) &^ 15 }
@@ -277,7 +282,7 @@ func newScanGeom(op ScanOp, dt dtype.DType, shape []int, axis int, elems int64) 
 		}
 		g.ext = !g.row && (op == ScanCummax || op == ScanCummin)
 		w := &g.ws
-		w.flags = 16
+		w.flags = scanCounter
 		w.unitFlag = w.flags
 		if dt == dtype.F64 {
 			w.unitFlag = scanAlign16(w.flags + g.chunks*g.units*4)
@@ -337,13 +342,20 @@ const scanMaxFillers = 128
 // H100 (docs/benchmarks.md); the fill blocks' stores overlap the tiles'
 // loads.
 func (g *scanGeom) addFillers(op ScanOp) {
-	if g.row && op.forwardState() {
+	if g.passes(op) {
 		return // the forward-state passes fill the slots
 	}
-	if n := g.ws.zero - 16; n > 0 {
+	if n := g.ws.zero - scanCounter; n > 0 {
 		g.fillers = min(scanCeil(n, scanFillShare), scanMaxFillers)
 		g.grid += g.fillers
 	}
+}
+
+// passes: a chunked row launch of an op with a forward state runs two
+// passes before the main launch, the first of which fills the look-back
+// slots and resets the ticket counter (gen/scan.cuh, scan_fill_slots).
+func (g *scanGeom) passes(op ScanOp) bool {
+	return g.chunks > 1 && g.row && op.forwardState()
 }
 
 // lazyFwd: the forward state is computed in the main launch, where dx
@@ -650,9 +662,9 @@ func (p *ScanBackward) Run(s *driver.Stream, a *ScanArgs) error {
 		// and reset the ticket counter themselves (gen/scan.cuh,
 		// scan_fill_slots); otherwise the counter is set to all ones here
 		// and the main launch's fill blocks fill the rest (scan_take).
-		passes := g.row && p.desc.Op.forwardState()
+		passes := g.passes(p.desc.Op)
 		if !passes {
-			if err := s.MemsetD8Async(a.Workspace.Slice(0, 16), 0xff); err != nil {
+			if err := s.MemsetD8Async(a.Workspace.Slice(0, scanCounter), 0xff); err != nil {
 				return err
 			}
 		}
