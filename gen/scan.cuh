@@ -80,6 +80,9 @@
 #define SCAN_THREADS 256
 #define SCAN_WARPS 8
 #define SCAN_SRANK (BC_MAX_RANK - 1)
+// SCAN_COUNTER: the workspace's first bytes, the ticket counter and room to
+// keep what follows 16-byte aligned (ops/scan.go's scanCounter).
+#define SCAN_COUNTER 16
 
 enum { SCAN_MAIN = 0, SCAN_FWD_TILES = 1, SCAN_FWD_PREFIX = 2, SCAN_EXT_FIX = 4 };
 
@@ -112,8 +115,8 @@ struct ScanLayout {
 	int tshift;
 	int lsplit;  // log2(split): split is a power of two
 	// The fill blocks (see scan_take): the first `fillers` tickets set
-	// [16, ws_fill) of the workspace to 0xff bytes, a share each (0: the
-	// row mapping's forward-state passes fill it).
+	// [SCAN_COUNTER, ws_fill) of the workspace to 0xff bytes, a share each
+	// (0: the row mapping's forward-state passes fill it).
 	i64 ws_fill;
 	int fillers;
 	int pad_;
@@ -1339,9 +1342,10 @@ __device__ __forceinline__ M fwd_lookback(unsigned char* ws, const ScanLayout& L
 // launcher's memset of 16 bytes), so an atomic add's old value plus one
 // holds the tickets taken before it in its low SCAN_TK_BITS bits and,
 // above them, the fill blocks that are done. The first L.fillers tickets
-// are fill blocks: each sets its share of the slots, [16, L.ws_fill), to
-// 0xff bytes and then counts itself done behind a fence (so the launcher
-// no longer fills them with a memset, which cost about 2 us on an H100).
+// are fill blocks: each sets its share of the slots, [SCAN_COUNTER,
+// L.ws_fill), to 0xff bytes and then counts itself done behind a fence
+// (so the launcher no longer fills them with a memset, which cost about 2
+// us on an H100).
 // A thread reads or writes the slots only after it has seen every fill
 // block done through an acquire: its block's ticket (scan_take), or
 // scan_ws_wait. Fill tickets come before every other, so a tile waits
@@ -1370,13 +1374,13 @@ __device__ __forceinline__ i64 scan_ticket(unsigned char* ws) {
 }
 
 // scan_fill_part: fill block b of `fillers` sets its share of the
-// workspace's slots, [16, ws_fill), to 0xff bytes (16 a store), then
-// counts itself done.
+// workspace's slots, [SCAN_COUNTER, ws_fill), to 0xff bytes (16 a store),
+// then counts itself done.
 __device__ __forceinline__ void scan_fill_part(unsigned char* __restrict__ ws, i64 ws_fill, int fillers, i64 b) {
-	const i64 words = (ws_fill - 16) >> 4;
+	const i64 words = (ws_fill - SCAN_COUNTER) >> 4;
 	const i64 per = (words + fillers - 1) / fillers;
 	const i64 w1 = b * per + per < words ? b * per + per : words;
-	uint4* p = reinterpret_cast<uint4*>(ws + 16);
+	uint4* p = reinterpret_cast<uint4*>(ws + SCAN_COUNTER);
 	for (i64 w = b * per + threadIdx.x; w < w1; w += SCAN_THREADS) p[w] = make_uint4(~0u, ~0u, ~0u, ~0u);
 	__syncthreads();
 	if (threadIdx.x == 0) {
@@ -1750,10 +1754,11 @@ template <> struct FixSt<true> {
 // below j are upstream). The records are read only where needed. (A warp
 // for two slices, their loads together, gained about 1 us on an H100 when
 // the pass was always a launch of its own; inline in the main launch it
-// made the compute_70 bf16 kernels spill. One thread per slice,
-// walking the tiles in batches of eight, took 13.7 us for 4096 slices of 16
-// tiles on an H100: 16 blocks, each waiting for one batch of loads after the
-// other.)
+// made the compute_70 bf16 kernels spill, and with half as many fix
+// blocks cummax bf16 along axis 0 went 61.6 -> 64.0 us. One thread per
+// slice, walking the tiles in batches of eight, took 13.7 us for 4096
+// slices of 16 tiles on an H100: 16 blocks, each waiting for one batch of
+// loads after the other.)
 //
 // Float opmath runs it in the main launch (InLaunch): the blocks whose
 // tickets come after every tile's (fb counts them) wait for the maps and
@@ -1807,13 +1812,13 @@ __device__ __forceinline__ void prefetch_l2(const void* p) {
 // dim): warp wr asks L2 for the rows that warp wr of the unit's tile in
 // tile row qn will load, one prefetch per 32-byte sector of a row (lane:
 // sector lane % S of row lane / S, then 32 / S rows further; unit-stride
-// slices put 32 / sizeof(T) lanes in a sector). A prefetch is a hint: every
-// address is an element of the operand, and nothing waits for it.
+// slices put 32 / sizeof(T) lanes in a sector). A prefetch is a hint:
+// every address is an element of the operand, and nothing waits for it.
 template <typename T, typename Op>
 __device__ __forceinline__ void scan_col_prefetch(const T* __restrict__ dy, const T* __restrict__ x,
 		const T* __restrict__ y, const ScanLayout& L, i64 unit, i64 qn, int wr, int lane) {
-	constexpr int LPS = (int)(32 / sizeof(T)) < 32 ? (int)(32 / sizeof(T)) : 32;  // lanes per sector
-	constexpr int S = 32 / LPS;                                                      // sectors per warp row
+	constexpr int LPS = 32 / sizeof(T);  // lanes per sector
+	constexpr int S = 32 / LPS;          // sectors per warp row
 	const i64 k0 = qn * ((i64)L.split * L.items) + (i64)wr * L.items;
 	const i64 s = unit * 32 + (lane % S) * LPS;
 	if (s >= L.nslices || k0 >= L.n) return;

@@ -321,8 +321,6 @@ func newScanGeom(op ScanOp, dt dtype.DType, shape []int, axis int, elems int64) 
 				w.zero = w.size
 			}
 		}
-	}
-	if g.chunks > 1 {
 		g.addFillers(op)
 	}
 	return g
@@ -336,8 +334,8 @@ const scanFillShare = 16 << 10
 const scanMaxFillers = 128
 
 // addFillers gives a chunked launch without forward-state passes its fill
-// blocks: the first tickets of the main launch set the slots, [16,
-// ws.zero), to 0xff bytes, so that Run's memset before it covers only the
+// blocks: the first tickets of the main launch set the slots,
+// [scanCounter, ws.zero), to 0xff bytes, so that Run's memset before it covers only the
 // ticket counter (16 bytes). A memset of the slots cost about 2 us on an
 // H100 (docs/benchmarks.md); the fill blocks' stores overlap the tiles'
 // loads.
@@ -548,7 +546,7 @@ type scanLayout struct {
 	wsFwd, wsFix, wsUnitFlag  int64
 	tmagic                    uint64 // bc_div's constants for the tickets of a tile row
 	tshift, lsplit            int32  // lsplit: log2(split)
-	wsFill                    int64  // the fill blocks' part: [16, wsFill)
+	wsFill                    int64  // the fill blocks' part: [scanCounter, wsFill)
 	fillers, _                int32
 }
 

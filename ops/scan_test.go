@@ -119,7 +119,6 @@ func TestScanGeometry(t *testing.T) {
 		// a fill block per 16 KiB of slots (here 8 bytes per tile and slice).
 		{ScanCumsum, dtype.F32, []int{4096, 4096}, 0, false, 8, 32, 16, 128, 32 + 16*128, 32},
 		// cummax (ext order, float opmath): the fix pass's blocks after the
-		// tiles, a warp per slice.
 		// tiles, a warp per slice. 24 bytes of slots per tile and slice.
 		{ScanCummax, dtype.F32, []int{4096, 4096}, 0, false, 8, 32, 16, 128, 96 + 16*128 + 512, 96},
 		{ScanLogcumsumexp, dtype.BF16, []int{4096, 4096}, 0, false, 8, 16, 32, 128, 96 + 32*128, 96},
