@@ -34,7 +34,9 @@ func (f *Family) kernels() []kernel {
 		}
 		for _, dt := range dts {
 			for _, v := range f.Variants {
-				ks = append(ks, kernel{f, op, dt, v})
+				if v.has(op.Name, dt) {
+					ks = append(ks, kernel{f, op, dt, v})
+				}
 			}
 		}
 	}

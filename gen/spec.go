@@ -44,6 +44,15 @@ type Variant struct {
 	// declare (__cluster_dims__): a plain launch then runs the grid as
 	// clusters of that many consecutive blocks.
 	Cluster int
+	// Ops and DTypes, when set, keep the variant to those ops and dtypes
+	// (a kernel shape that only some rows have).
+	Ops    []string
+	DTypes []dtype.DType
+}
+
+// has reports whether the variant is instantiated for op and dt.
+func (v Variant) has(op string, dt dtype.DType) bool {
+	return (v.Ops == nil || slices.Contains(v.Ops, op)) && (v.DTypes == nil || slices.Contains(v.DTypes, dt))
 }
 
 // Family is one PTX module: one .cuh body, one ABI, one Go launcher.

@@ -1,5 +1,7 @@
 package main
 
+import "github.com/baracuda-go/baracuda/internal/dtype"
+
 // scanFamily: single-axis scan backward (cumsum, cumprod, cummax, cummin,
 // logcumsumexp). Two variants share the ABI: "row" for a scan along the
 // innermost dim (threads of a block along the axis) and "col" for any
@@ -32,5 +34,11 @@ var scanFamily = Family{
 	Variants: []Variant{
 		{Name: "row", Template: "scan_backward_row"},
 		{Name: "col", Template: "scan_backward_col"},
+		// colpair: the col mapping's cummax and cummin with two adjacent
+		// slices a lane (32-bit words of two bf16), where the operands
+		// allow words (ops/scan.go, pairLayout); compute_80 and up (its
+		// bf16x2 instructions).
+		{Name: "colpair", Template: "scan_backward_colpair", MinMajor: 8, Ops: []string{"cummax", "cummin"},
+			DTypes: []dtype.DType{dtype.BF16}},
 	},
 }

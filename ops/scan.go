@@ -1,8 +1,10 @@
 package ops
 
 import (
+	"errors"
 	"fmt"
 	"math/bits"
+	"os"
 	"unsafe"
 
 	"github.com/baracuda-go/baracuda/driver"
@@ -132,7 +134,15 @@ type ScanBackward struct {
 	numel  int64
 	geom   scanGeom
 	kernel *kernelRef
+	pairK  *kernelRef // the colpair kernel where geom.pair is set (and ScanPairEnv is not "never")
 }
+
+// ScanPairEnv set to "never" keeps plans off the colpair kernel (bf16
+// cummax and cummin along an outer axis, two slices a lane), so that Run
+// takes the col kernel wherever it would have taken colpair. It is a
+// kernel developer's knob (to time or test one against the other); users
+// leave it unset.
+const ScanPairEnv = "BARACUDA_SCAN_PAIR"
 
 // Launch geometry. The kernels view the tensors as nslices slices of n
 // elements along the axis. Two mappings:
@@ -172,6 +182,11 @@ type scanGeom struct {
 	tmagic  uint64 // chunked col: divMagic of the units (the tickets of a tile row)
 	tshift  int32
 	ws      scanWorkspace
+	// pair is the colpair kernel's geometry, which Run takes where the
+	// device has the kernel and the operands allow words (pairLayout):
+	// bf16 cummax and cummin in the ext order over an even number of
+	// slices; nil elsewhere.
+	pair *scanGeom
 }
 
 // scanWorkspace is the workspace layout in bytes: a ticket counter at 0,
@@ -272,6 +287,35 @@ func newScanGeom(op ScanOp, dt dtype.DType, shape []int, axis int, elems int64) 
 			g.grid = scanCeil(g.units, int64(8/g.split))
 		}
 	}
+	g.chunked(op, dt)
+	if g.ext && dt == dtype.BF16 && g.nslices%2 == 0 {
+		if p := newScanPairGeom(op, dt, g.n, g.nslices); p.chunks > 1 {
+			g.pair = &p
+		}
+	}
+	return g
+}
+
+// scanPairItems mirrors SCAN_PAIR_ITEMS in gen/scan.cuh: elements per
+// slice per thread per tile in the colpair kernel.
+const scanPairItems = 20
+
+// newScanPairGeom is the colpair kernel's geometry (gen/scan.cuh,
+// scan_backward_colpair): the col mapping's ext order with two slices a
+// lane, so 64-slice look-back units and runs of scanPairItems.
+func newScanPairGeom(op ScanOp, dt dtype.DType, n, nslices int64) scanGeom {
+	g := scanGeom{n: n, nslices: nslices, split: 8, items: scanPairItems}
+	g.chunks = scanCeil(n, 8*scanPairItems)
+	g.units = scanCeil(nslices, 64)
+	g.grid = g.chunks * g.units
+	g.chunked(op, dt)
+	return g
+}
+
+// chunked sets the workspace layout, the ext order, the ticket constants
+// and the fill and fix blocks of a geometry whose slices are cut into
+// tiles (chunks > 1; nothing otherwise).
+func (g *scanGeom) chunked(op ScanOp, dt dtype.DType) {
 	if g.chunks > 1 {
 		if !g.row {
 			g.tmagic, g.tshift = divMagic(g.units)
@@ -323,7 +367,6 @@ func newScanGeom(op ScanOp, dt dtype.DType, shape []int, axis int, elems int64) 
 		}
 		g.addFillers(op)
 	}
-	return g
 }
 
 // scanFillShare is the most bytes of the workspace's slots that one fill
@@ -414,10 +457,21 @@ func NewScanBackward(desc ScanDesc) (*ScanBackward, error) {
 		return nil, id.errorf(ErrUnsupported, "no kernel for %s %s", desc.Op, desc.DType)
 	}
 	p.kernel = newKernelRef("scan", name)
+	if p.geom.pair != nil && os.Getenv(ScanPairEnv) != "never" {
+		if pname, ok := lookupKernel("scan", desc.Op.String(), desc.DType, "colpair"); ok {
+			p.pairK = newKernelRef("scan", pname)
+		}
+	}
 	return p, nil
 }
 
-// Kernel identifies the kernel the plan launches.
+// Kernel identifies the kernel the plan launches. For bf16 cummax and
+// cummin along an axis other than the innermost, cut into tiles, Run
+// takes "colpair" in place of the "col" kernel named here on compute
+// capability 8.0 and up, where the operands allow two slices a lane
+// (the innermost slice dim of even length and unit stride, the other
+// strides even, 4-byte aligned tensors: contiguous operands of an even
+// number of slices do).
 func (p *ScanBackward) Kernel() KernelInfo {
 	return KernelInfo{Name: p.kernel.name, Family: "scan", Op: p.id.op, DType: p.desc.DType, Backend: backend}
 }
@@ -433,8 +487,18 @@ func (p *ScanBackward) Precision() Precision { return precisionFor(p.desc.DType,
 // types along the innermost axis and f32/f16/bf16 along others), with
 // cummax and cummin 32 (16 for f32 along the innermost axis and f64, 20
 // for bf16 along other axes), and with cumprod bf16 along other axes 15
-// (scanItems).
-func (p *ScanBackward) WorkspaceSize() int64 { return p.geom.ws.size }
+// (scanItems). Where Run may take the colpair kernel (see Kernel) it is
+// the larger of the two kernels' needs.
+func (p *ScanBackward) WorkspaceSize() int64 { return p.wsSize() }
+
+// wsSize is the larger of the two geometries' workspaces where the plan
+// may take either kernel.
+func (p *ScanBackward) wsSize() int64 {
+	if p.geom.pair != nil {
+		return max(p.geom.ws.size, p.geom.pair.ws.size)
+	}
+	return p.geom.ws.size
+}
 
 // Desc returns the plan's descriptor.
 func (p *ScanBackward) Desc() ScanDesc {
@@ -481,7 +545,7 @@ func (p *ScanBackward) Check(a *ScanArgs) error {
 			return id.errorf(ErrLayout, "dx overlaps y; %s reads y of neighbouring elements, so dx needs its own memory", p.desc.Op)
 		}
 	}
-	need := p.geom.ws.size
+	need := p.wsSize()
 	if need == 0 {
 		return nil
 	}
@@ -561,19 +625,48 @@ const (
 	scanExtFix    = 4
 )
 
-// layout fills L for the args' strides: the slice dims (every dim but the
-// axis, size-1 dims dropped, neighbours merged where every operand allows)
-// and the strides along the axis.
-func (p *ScanBackward) layout(a *ScanArgs, L *scanLayout) {
-	g := &p.geom
-	*L = scanLayout{n: g.n, nslices: g.nslices, chunks: g.chunks, units: g.units,
-		split: g.split, items: g.items, phase: scanMain,
-		wsFlags: g.ws.flags, wsAgg: g.ws.agg, wsIncl: g.ws.incl, wsFwd: g.ws.fwd, wsFix: g.ws.fix, wsUnitFlag: g.ws.unitFlag,
-		tmagic: g.tmagic, tshift: g.tshift, lsplit: int32(bits.TrailingZeros32(uint32(g.split))),
-		fillers: int32(g.fillers)}
+// setGeom sets L's geometry fields from g (the strides are the args').
+func (L *scanLayout) setGeom(g *scanGeom) {
+	L.n, L.nslices, L.chunks, L.units = g.n, g.nslices, g.chunks, g.units
+	L.split, L.items, L.phase = g.split, g.items, scanMain
+	L.wsFlags, L.wsAgg, L.wsIncl, L.wsFwd, L.wsFix, L.wsUnitFlag = g.ws.flags, g.ws.agg, g.ws.incl, g.ws.fwd, g.ws.fix, g.ws.unitFlag
+	L.tmagic, L.tshift, L.lsplit = g.tmagic, g.tshift, int32(bits.TrailingZeros32(uint32(g.split)))
+	L.fillers, L.wsFill = int32(g.fillers), 0
 	if g.fillers > 0 {
 		L.wsFill = g.ws.zero
 	}
+}
+
+// pairLayout reports whether the colpair kernel can move the operands of
+// L (dy, x, dx) as 32-bit words of two adjacent slices: the innermost
+// merged slice dim has even length and unit stride, every other stride
+// (slice dims and axis) is even, and the bases are 4-byte aligned. Then
+// every even slice starts a word and its neighbour is the word's other
+// half, in every row.
+func pairLayout(a *ScanArgs, L *scanLayout) bool {
+	r := int(L.srank) - 1
+	if r < 0 || L.sdim[r]%2 != 0 {
+		return false
+	}
+	for _, t := range [3]int{0, 1, 3} {
+		if L.sstride[t][r] != 1 || L.astride[t]%2 != 0 {
+			return false
+		}
+		for d := 0; d < r; d++ {
+			if L.sstride[t][d]%2 != 0 {
+				return false
+			}
+		}
+	}
+	return a.DY.Buf.Addr%4 == 0 && a.X.Buf.Addr%4 == 0 && a.DX.Buf.Addr%4 == 0
+}
+
+// layout fills L for the args' strides and the geometry g: the slice dims
+// (every dim but the axis, size-1 dims dropped, neighbours merged where
+// every operand allows) and the strides along the axis.
+func (p *ScanBackward) layout(a *ScanArgs, L *scanLayout, g *scanGeom) {
+	*L = scanLayout{}
+	L.setGeom(g)
 	if p.desc.Reverse {
 		L.reverse = 1
 	}
@@ -653,8 +746,19 @@ func (p *ScanBackward) Run(s *driver.Stream, a *ScanArgs) error {
 		return err
 	}
 	var L scanLayout
-	p.layout(a, &L)
 	g := &p.geom
+	p.layout(a, &L, g)
+	if p.pairK != nil && pairLayout(a, &L) {
+		// colpair where the device has it (compute capability 8.0 and up).
+		plf, err := p.pairK.resolve(s.Context())
+		switch {
+		case err == nil:
+			lf, g = plf, g.pair
+			L.setGeom(g)
+		case !errors.Is(err, errNoBuild):
+			return err
+		}
+	}
 	if g.chunks > 1 {
 		// The row mapping's forward-state passes fill the look-back part
 		// and reset the ticket counter themselves (gen/scan.cuh,

@@ -163,7 +163,7 @@ func TestScanGeometry(t *testing.T) {
 		// a ticket into tile row and unit with the tile row's magic.
 		sa := scanArgs(p)
 		var L scanLayout
-		p.layout(&sa, &L)
+		p.layout(&sa, &L, &p.geom)
 		// The fill blocks' part is every slot (ws.zero); without fill
 		// blocks the kernel reads none of it.
 		wantFill := int64(0)
@@ -284,7 +284,7 @@ func TestScanLayout(t *testing.T) {
 	ct := fakeTensor(dtype.F32, 2, 3, 4, 5)
 	args := ScanArgs{DY: ct, X: ct, Y: ct, DX: ct}
 	var L scanLayout
-	p.layout(&args, &L)
+	p.layout(&args, &L, &p.geom)
 	if L.srank != 1 || L.sdim[0] != 24 || L.sstride[0][0] != 5 || L.astride != [4]int64{1, 1, 1, 1} || L.vec != 1 ||
 		L.n != 5 || L.nslices != 24 || L.reverse != 0 {
 		t.Fatalf("contiguous: %+v", L)
@@ -294,7 +294,7 @@ func TestScanLayout(t *testing.T) {
 	tx := fakeTensor(dtype.F32, 2, 3, 4, 5)
 	tx.Strides = []int{12, 4, 1, 24}
 	args.X = tx
-	p.layout(&args, &L)
+	p.layout(&args, &L, &p.geom)
 	if L.vec != 0 || L.astride[1] != 24 || L.srank != 1 || L.sstride[1][0] != 1 || L.sstride[0][0] != 5 {
 		t.Fatalf("transposed x: %+v", L)
 	}
@@ -302,7 +302,7 @@ func TestScanLayout(t *testing.T) {
 	q, _ := NewScanBackward(ScanDesc{Op: ScanCumsum, DType: dtype.F32, Shape: []int{6, 1, 7, 9}, Axis: 2, Reverse: true})
 	c2 := fakeTensor(dtype.F32, 6, 1, 7, 9)
 	a2 := ScanArgs{DY: c2, X: c2, DX: c2}
-	q.layout(&a2, &L)
+	q.layout(&a2, &L, &q.geom)
 	if L.srank != 2 || L.sdim[0] != 6 || L.sdim[1] != 9 || L.sstride[3][0] != 63 || L.sstride[3][1] != 1 ||
 		L.astride[0] != 9 || L.astride[1] != 0 || L.sstride[1][0] != 0 || L.reverse != 1 {
 		t.Fatalf("inner axis: %+v", L)
@@ -441,7 +441,7 @@ func FuzzScanDescriptor(f *testing.F) {
 		}
 		var L scanLayout
 		if p.Check(&args) == nil && p.numel > 0 {
-			p.layout(&args, &L)
+			p.layout(&args, &L, &p.geom)
 		}
 	})
 }
@@ -453,7 +453,7 @@ func FuzzScanDescriptor(f *testing.F) {
 // differs from the kernel's would cut tiles the kernel does not expect.
 func TestScanConstantsAgree(t *testing.T) {
 	cuh := genSource(t, "scan.cuh")
-	for name, want := range map[string]int{"SCAN_THREADS": scanBlock, "SCAN_WARPS": scanWarps} {
+	for name, want := range map[string]int{"SCAN_THREADS": scanBlock, "SCAN_WARPS": scanWarps, "SCAN_PAIR_ITEMS": scanPairItems} {
 		got, ok := cuhDefine(cuh, name)
 		if !ok {
 			t.Errorf("gen/scan.cuh: no #define %s", name)
@@ -475,6 +475,112 @@ func TestScanConstantsAgree(t *testing.T) {
 			if c, _ := strconv.Atoi(string(m[2])); int64(c) != col {
 				t.Errorf("bf16 %s col run: gen/scan.cuh %d, scanItems %d", op, c, col)
 			}
+		}
+	}
+}
+
+// TestScanPairGeometry: bf16 cummax and cummin in the ext order over an
+// even number of slices get the colpair geometry (64-slice units, tiles of
+// 8 runs of scanPairItems, fix and fill blocks as the col geometry's), and
+// the workspace covers both geometries; other ops, dtypes, odd slice
+// counts and single-tile shapes get none.
+func TestScanPairGeometry(t *testing.T) {
+	for _, op := range []ScanOp{ScanCummax, ScanCummin} {
+		p, err := NewScanBackward(ScanDesc{Op: op, DType: dtype.BF16, Shape: []int{4096, 4096}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := p.geom.pair
+		if g == nil {
+			t.Fatalf("%s bf16 4096x4096 axis 0: no pair geometry", op)
+		}
+		if g.units != 64 || g.chunks != 26 || g.split != 8 || g.items != scanPairItems || !g.ext || !g.fixIn {
+			t.Errorf("%s pair geometry: %+v", op, *g)
+		}
+		if want := g.fillers + 26*64 + 4096/scanWarps; g.grid != want {
+			t.Errorf("%s pair grid %d, want %d (fillers, tiles, fix blocks)", op, g.grid, want)
+		}
+		if w := p.WorkspaceSize(); w < g.ws.size || w < p.geom.ws.size {
+			t.Errorf("%s workspace %d below a geometry's (%d, %d)", op, w, p.geom.ws.size, g.ws.size)
+		}
+		if g.ws.fix+26*4096*8 > g.ws.size || g.ws.fwd%16 != 0 || g.ws.incl%16 != 0 {
+			t.Errorf("%s pair workspace layout: %+v", op, g.ws)
+		}
+	}
+	for _, c := range []struct {
+		op    ScanOp
+		dt    dtype.DType
+		shape []int
+		axis  int
+	}{
+		{ScanCumsum, dtype.BF16, []int{4096, 4096}, 0},
+		{ScanCummax, dtype.F32, []int{4096, 4096}, 0},
+		{ScanCummax, dtype.F16, []int{4096, 4096}, 0},
+		{ScanCummax, dtype.BF16, []int{4096, 33}, 0}, // odd slice count
+		{ScanCummax, dtype.BF16, []int{160, 64}, 0},  // one tile: no ext order
+		{ScanCummax, dtype.BF16, []int{64, 4096}, 1}, // row mapping
+	} {
+		p, err := NewScanBackward(ScanDesc{Op: c.op, DType: c.dt, Shape: c.shape, Axis: c.axis})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.geom.pair != nil || p.pairK != nil {
+			t.Errorf("%s %s %v axis %d: pair geometry %+v", c.op, c.dt, c.shape, c.axis, *p.geom.pair)
+		}
+	}
+	t.Setenv(ScanPairEnv, "never")
+	if p, err := NewScanBackward(ScanDesc{Op: ScanCummin, DType: dtype.BF16, Shape: []int{4096, 4096}}); err != nil || p.pairK != nil {
+		t.Errorf("%s=never: pair kernel %v (err %v)", ScanPairEnv, p.pairK, err)
+	}
+}
+
+// TestScanPairLayout: pairLayout takes words only where every even slice
+// starts one in every row of dy, x and dx.
+func TestScanPairLayout(t *testing.T) {
+	p, err := NewScanBackward(ScanDesc{Op: ScanCummax, DType: dtype.BF16, Shape: []int{1000, 6, 8}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.pairK == nil {
+		t.Fatal("no colpair kernel for bf16 cummax 1000x6x8 axis 0")
+	}
+	ct := fakeTensor(dtype.BF16, 1000, 6, 8)
+	check := func(name string, want bool, edit func(a *ScanArgs)) {
+		t.Helper()
+		a := ScanArgs{DY: ct, X: ct, DX: ct}
+		edit(&a)
+		var L scanLayout
+		p.layout(&a, &L, &p.geom)
+		if got := pairLayout(&a, &L); got != want {
+			t.Errorf("%s: pairLayout %v, want %v (%+v)", name, got, want, L)
+		}
+	}
+	check("contiguous", true, func(*ScanArgs) {})
+	check("dx 2 bytes off", false, func(a *ScanArgs) { a.DX.Buf.Addr += 2 })
+	check("x odd row stride", false, func(a *ScanArgs) { a.X.Strides = []int{49, 8, 1} })
+	check("dy padded rows", true, func(a *ScanArgs) { a.DY.Strides = []int{50, 8, 1} })
+	// Slice dims that stay apart: the inner one even and contiguous.
+	check("padded slice dims", true, func(a *ScanArgs) { a.DY.Strides = []int{60, 10, 1} })
+	check("odd outer slice stride", false, func(a *ScanArgs) { a.DY.Strides = []int{70, 9, 1} })
+	check("transposed slices", false, func(a *ScanArgs) { a.DX.Strides = []int{48, 1, 6} })
+	// y is not an operand of cummax: its layout does not matter.
+	check("unused y", true, func(a *ScanArgs) { a.Y = fakeTensor(dtype.BF16, 1000, 6, 8); a.Y.Buf.Addr++ })
+	// An odd inner slice dim (merged or not).
+	q, err := NewScanBackward(ScanDesc{Op: ScanCummin, DType: dtype.BF16, Shape: []int{1000, 2, 3}, Reverse: true})
+	if err != nil || q.pairK == nil {
+		t.Fatalf("bf16 cummin 1000x2x3: pair kernel %v (err %v)", q.pairK, err)
+	}
+	c3 := fakeTensor(dtype.BF16, 1000, 2, 3)
+	for _, c := range []struct {
+		strides []int
+		want    bool
+	}{{nil, true}, {[]int{8, 4, 1}, false}} {
+		a := ScanArgs{DY: c3, X: c3, DX: c3}
+		a.DY.Strides = c.strides
+		var L scanLayout
+		q.layout(&a, &L, &q.geom)
+		if got := pairLayout(&a, &L); got != c.want {
+			t.Errorf("1000x2x3 dy strides %v: pairLayout %v, want %v (%+v)", c.strides, got, c.want, L)
 		}
 	}
 }
