@@ -2029,8 +2029,8 @@ __device__ __forceinline__ void scan_backward_col(const T* __restrict__ dy, cons
 // publish the same per-slice maps and records as the col kernel's, so
 // scan_ext_fix serves both; the forward values move as 8-byte slots of
 // the two slices. On an H100 (4096x4096 along axis 0, docs/benchmarks.md)
-// runs of 20 measured cummax 61.0 -> 58.9 us against the col kernel, 32
-// at two blocks per SM (123 registers) 60.7, 16 59.5; prefetching the
+// runs of 20 measured cummax 61.0 -> 59.1 us against the col kernel, 32
+// at two blocks per SM (123 registers) 60.6, 16 59.7; prefetching the
 // unit's next tile into L2, or taking the run's own take-overs before
 // the look-back's barrier, was slower.
 #ifndef SCAN_PAIR_ITEMS
