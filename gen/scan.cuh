@@ -2030,11 +2030,12 @@ __device__ __forceinline__ void scan_backward_col(const T* __restrict__ dy, cons
 // scan_ext_fix serves both; the forward values move as 8-byte slots of
 // the two slices. On an H100 (4096x4096 along axis 0, docs/benchmarks.md)
 // runs of 20 measured cummax 61.0 -> 59.1 us against the col kernel, 32
-// at two blocks per SM (123 registers) 60.6, 16 59.7; prefetching the
-// unit's next tile into L2, or taking the run's own take-overs before
-// the look-back's barrier, was slower.
+// at two blocks per SM (123 registers) 60.6, 16 59.7; in a later command
+// 22 57.7/57.9 against 20's 59.0/58.7 and 18's 59.4/59.1 (24 spills 40
+// bytes). Prefetching the unit's next tile into L2, or taking the run's
+// own take-overs before the look-back's barrier, was slower.
 #ifndef SCAN_PAIR_ITEMS
-#define SCAN_PAIR_ITEMS 20
+#define SCAN_PAIR_ITEMS 22
 #endif
 
 template <typename Op> struct ExtSign {

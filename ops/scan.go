@@ -298,7 +298,7 @@ func newScanGeom(op ScanOp, dt dtype.DType, shape []int, axis int, elems int64) 
 
 // scanPairItems mirrors SCAN_PAIR_ITEMS in gen/scan.cuh: elements per
 // slice per thread per tile in the colpair kernel.
-const scanPairItems = 20
+const scanPairItems = 22
 
 // newScanPairGeom is the colpair kernel's geometry (gen/scan.cuh,
 // scan_backward_colpair): the col mapping's ext order with two slices a

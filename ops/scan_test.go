@@ -494,16 +494,16 @@ func TestScanPairGeometry(t *testing.T) {
 		if g == nil {
 			t.Fatalf("%s bf16 4096x4096 axis 0: no pair geometry", op)
 		}
-		if g.units != 64 || g.chunks != 26 || g.split != 8 || g.items != scanPairItems || !g.ext || !g.fixIn {
+		if g.units != 64 || g.chunks != 24 || g.split != 8 || g.items != scanPairItems || !g.ext || !g.fixIn {
 			t.Errorf("%s pair geometry: %+v", op, *g)
 		}
-		if want := g.fillers + 26*64 + 4096/scanWarps; g.grid != want {
+		if want := g.fillers + 24*64 + 4096/scanWarps; g.grid != want {
 			t.Errorf("%s pair grid %d, want %d (fillers, tiles, fix blocks)", op, g.grid, want)
 		}
 		if w := p.WorkspaceSize(); w < g.ws.size || w < p.geom.ws.size {
 			t.Errorf("%s workspace %d below a geometry's (%d, %d)", op, w, p.geom.ws.size, g.ws.size)
 		}
-		if g.ws.fix+26*4096*8 > g.ws.size || g.ws.fwd%16 != 0 || g.ws.incl%16 != 0 {
+		if g.ws.fix+24*4096*8 > g.ws.size || g.ws.fwd%16 != 0 || g.ws.incl%16 != 0 {
 			t.Errorf("%s pair workspace layout: %+v", op, g.ws)
 		}
 	}
@@ -518,6 +518,7 @@ func TestScanPairGeometry(t *testing.T) {
 		{ScanCummax, dtype.F16, []int{4096, 4096}, 0},
 		{ScanCummax, dtype.BF16, []int{4096, 33}, 0}, // odd slice count
 		{ScanCummax, dtype.BF16, []int{160, 64}, 0},  // one tile: no ext order
+		{ScanCummax, dtype.BF16, []int{170, 64}, 0},  // two col tiles, one pair tile
 		{ScanCummax, dtype.BF16, []int{64, 4096}, 1}, // row mapping
 	} {
 		p, err := NewScanBackward(ScanDesc{Op: c.op, DType: c.dt, Shape: c.shape, Axis: c.axis})

@@ -103,7 +103,7 @@ func ScanCases(quick bool) []ScanCase {
 	// (two slices a lane) where the operands allow 32-bit words: a last
 	// 64-slice unit with one pair of slices, and (full set) two slice dims
 	// that do not merge and tiles in several waves of blocks on an H100
-	// (528 tiles; two blocks per SM).
+	// (752 tiles of 176 rows; three blocks per SM).
 	add([]int{700, 66}, 0, scanSame(Contiguous), ScanSpecial)
 	add([]int{33}, 0, scanSame(Contiguous), ScanSpecial)
 	mixed := [4]func([]int) Layout{Transposed, Padded, Contiguous, Padded}
