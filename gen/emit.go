@@ -138,6 +138,9 @@ func (f *Family) instantiations(bd Build) []byte {
 		if v, ok := bd.MinBlocks[f.Name]; ok {
 			mb = v
 		}
+		if k.Variant.Block > 0 {
+			bounds, mb = fmt.Sprint(k.Variant.Block), 1
+		}
 		if mb > 0 {
 			bounds += fmt.Sprintf(", %d", mb)
 		}
@@ -176,8 +179,12 @@ func goTable() []byte {
 	b.WriteString("var kernelTable = [...]kernelRow{\n")
 	for _, f := range families {
 		for _, k := range f.kernels() {
-			fmt.Fprintf(&b, "\t{family: %q, op: %q, dtype: dtype.%s, variant: %q, name: %q, minMajor: %d},\n",
-				f.Name, k.Op.Name, goDType(k.DType), k.Variant.Name, k.name(), k.Variant.MinMajor)
+			block := ""
+			if k.Variant.Block > 0 {
+				block = fmt.Sprintf(", block: %d", k.Variant.Block)
+			}
+			fmt.Fprintf(&b, "\t{family: %q, op: %q, dtype: dtype.%s, variant: %q, name: %q, minMajor: %d%s},\n",
+				f.Name, k.Op.Name, goDType(k.DType), k.Variant.Name, k.name(), k.Variant.MinMajor, block)
 		}
 	}
 	b.WriteString("}\n\n")

@@ -48,6 +48,11 @@ type Variant struct {
 	// (a kernel shape that only some rows have).
 	Ops    []string
 	DTypes []dtype.DType
+	// Block, when set, replaces the family's Block for the variant's
+	// kernels (their launch bounds, with no minimum of resident blocks, and
+	// the block the launcher gives them): a shape that needs more threads
+	// to a block than the family's other kernels.
+	Block int
 }
 
 // has reports whether the variant is instantiated for op and dt.

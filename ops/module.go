@@ -157,7 +157,12 @@ type kernelRef struct {
 // newKernelRef refers to kernel name of family; its table row picks the
 // module build it loads from.
 func newKernelRef(family, name string) *kernelRef {
-	return &kernelRef{name: name, row: kernelByName(name), block: familyByName(family).block}
+	row := kernelByName(name)
+	block := familyByName(family).block
+	if row != nil && row.block > 0 {
+		block = row.block
+	}
+	return &kernelRef{name: name, row: row, block: block}
 }
 
 // resolve returns the kernel's function in ctx, loading its module on

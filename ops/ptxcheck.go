@@ -20,7 +20,18 @@ type ptxParam struct {
 var (
 	entryRE = regexp.MustCompile(`(?s)\.visible \.entry (\w+)\(\s*(.*?)\)`)
 	paramRE = regexp.MustCompile(`\.param (?:\.align (\d+) )?\.(\w+) \w+(?:\[(\d+)\])?`)
+	// ntidRE: an entry's launch bounds, .maxntid after its parameters.
+	ntidRE = regexp.MustCompile(`\.visible \.entry (\w+)\([^)]*\)\s*\.maxntid (\d+), 1, 1`)
 )
+
+// parseMaxNTID reads each entry's .maxntid (threads per block).
+func parseMaxNTID(src string) map[string]int {
+	out := map[string]int{}
+	for _, m := range ntidRE.FindAllStringSubmatch(src, -1) {
+		out[m[1]], _ = strconv.Atoi(m[2])
+	}
+	return out
+}
 
 // parseEntries reads every .entry of a PTX module with its parameter types.
 func parseEntries(src string) (map[string][]ptxParam, error) {
@@ -52,8 +63,8 @@ func parseEntries(src string) (map[string][]ptxParam, error) {
 // VerifyEmbeddedPTX checks every row of the generated support table against
 // the embedded PTX of every build that holds it: the entry exists under
 // the name the speller gives, its parameters have the family's types,
-// sizes and order, and no module holds an entry the table lacks. It needs
-// no GPU.
+// sizes and order, its launch bounds are the block the launcher gives it,
+// and no module holds an entry the table lacks. It needs no GPU.
 func VerifyEmbeddedPTX() []error {
 	var errs []error
 	type modRef struct {
@@ -62,6 +73,7 @@ func VerifyEmbeddedPTX() []error {
 	}
 	var mods []modRef
 	entries := map[string]map[string][]ptxParam{}
+	ntids := map[string]map[string]int{}
 	for _, f := range familyTable {
 		for i := range buildTable {
 			b := &buildTable[i]
@@ -81,6 +93,7 @@ func VerifyEmbeddedPTX() []error {
 				continue
 			}
 			entries[name] = es
+			ntids[name] = parseMaxNTID(string(src))
 		}
 	}
 	counted := map[string]int{}
@@ -109,6 +122,13 @@ func VerifyEmbeddedPTX() []error {
 			}
 			counted[module]++
 			errs = append(errs, checkParams(k.name, f, got)...)
+			block := f.block
+			if k.block > 0 {
+				block = k.block
+			}
+			if n := ntids[module][k.name]; n != block {
+				errs = append(errs, fmt.Errorf("kernel %s in %s.ptx: .maxntid %d, the launcher gives %d threads", k.name, module, n, block))
+			}
 		}
 		if !held {
 			errs = append(errs, fmt.Errorf("kernel %s is in the table but in no build", k.name))

@@ -15,6 +15,7 @@ type kernelRow struct {
 	variant  string
 	name     string
 	minMajor int // the variant's lowest compute capability major (0: any)
+	block    int // threads per block, where the variant sets them (0: the family's)
 }
 
 // abiParam is one kernel parameter as the PTX declares it.
