@@ -40,5 +40,12 @@ var scanFamily = Family{
 		// bf16x2 instructions).
 		{Name: "colpair", Template: "scan_backward_colpair", MinMajor: 8, Ops: []string{"cummax", "cummin"},
 			DTypes: []dtype.DType{dtype.BF16}},
+		// colstrip: cummax and cummin along an outer axis with one block
+		// of 512 threads per strip of 32 slices over the whole axis (no
+		// look-back, no workspace), where the strips fill the GPU and the
+		// operands allow 16-byte rows (ops/scan.go, stripLayout);
+		// compute_80 and up (cp.async).
+		{Name: "colstrip", Template: "scan_backward_colstrip", MinMajor: 8, Ops: []string{"cummax", "cummin"},
+			DTypes: []dtype.DType{dtype.BF16}, Block: 512},
 	},
 }

@@ -24,6 +24,9 @@ extern "C" __global__ void __launch_bounds__(256, 3) scan_bw_cummax_bf16_col(con
 extern "C" __global__ void __launch_bounds__(256, 3) scan_bw_cummax_bf16_colpair(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_colpair<__nv_bfloat16, CummaxBw>(dy, x, y, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(512, 1) scan_bw_cummax_bf16_colstrip(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+	scan_backward_colstrip<__nv_bfloat16, CummaxBw>(dy, x, y, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 3) scan_bw_cummin_bf16_row(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_row<__nv_bfloat16, CumminBw>(dy, x, y, dx, ws, L);
 }
@@ -32,6 +35,9 @@ extern "C" __global__ void __launch_bounds__(256, 3) scan_bw_cummin_bf16_col(con
 }
 extern "C" __global__ void __launch_bounds__(256, 3) scan_bw_cummin_bf16_colpair(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_colpair<__nv_bfloat16, CumminBw>(dy, x, y, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(512, 1) scan_bw_cummin_bf16_colstrip(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+	scan_backward_colstrip<__nv_bfloat16, CumminBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 3) scan_bw_logcumsumexp_bf16_row(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_row<__nv_bfloat16, LogcumsumexpBw>(dy, x, y, dx, ws, L);

@@ -3,6 +3,7 @@
 package ops
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/baracuda-go/baracuda/driver"
@@ -111,5 +112,94 @@ func TestReduceClusterBuild(t *testing.T) {
 	}
 	if p.clu.nchunks != 0 {
 		t.Errorf("max bf16: cluster geometry %+v, want none", p.clu)
+	}
+}
+
+// TestScanStripTaken: on a GPU of compute capability 8.0 and up whose
+// shared memory holds the kernel, Run takes the colstrip kernel by itself
+// for bf16 cummax along axis 0 of 600x4096 where its 128 strips fill the
+// GPU, with no workspace touched (it has none to fill), and that a warm
+// Run of it allocates nothing.
+func TestScanStripTaken(t *testing.T) {
+	ctx := deviceContext(t)
+	shape := []int{600, 4096}
+	p, err := NewScanBackward(ScanDesc{Op: ScanCummax, DType: dtype.BF16, Shape: shape})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.stripK == nil {
+		t.Fatal("no colstrip kernel in the plan")
+	}
+	lf, err := p.stripK.resolve(ctx)
+	if errors.Is(err, errNoBuild) {
+		t.Skip("no compute_80 build for this GPU")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lf.smemBlocksPerSM == 0 {
+		t.Skipf("%d bytes of shared memory do not fit a block on this GPU", p.stripK.smem)
+	}
+	if !stripFills(128, lf.sms, lf.smemBlocksPerSM) {
+		t.Skipf("128 strips do not fill %d SMs", lf.sms)
+	}
+	stream, err := ctx.NewStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Destroy()
+	n := int64(600 * 4096 * 2)
+	var bufs []driver.Buffer
+	defer func() {
+		for _, b := range bufs {
+			ctx.Free(b)
+		}
+	}()
+	alloc := func(n int64, v byte) driver.Buffer {
+		b, err := ctx.Alloc(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bufs = append(bufs, b)
+		if err := ctx.Memset8(b, v); err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	// The workspace holds a pattern that any other kernel's Run would
+	// overwrite (the 16-byte memset of its ticket counter at least).
+	ws := alloc(p.WorkspaceSize(), 0x5a)
+	a := ScanArgs{DY: NewTensor(alloc(n, 0x3f), dtype.BF16, shape...), X: NewTensor(alloc(n, 0x3f), dtype.BF16, shape...),
+		DX: NewTensor(alloc(n, 0), dtype.BF16, shape...), Workspace: ws}
+	if err := p.Run(stream, &a); err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	head := make([]byte, 64)
+	if err := ctx.CopyDtoH(head, ws.Slice(0, 64)); err != nil {
+		t.Fatal(err)
+	}
+	for i, b := range head {
+		if b != 0x5a {
+			t.Fatalf("workspace byte %d is %#x after Run: a chunked kernel ran, not colstrip", i, b)
+		}
+	}
+	// A warm Run of it allocates nothing on the Go heap either.
+	var runErr error
+	allocs := testing.AllocsPerRun(20, func() {
+		if err := p.Run(stream, &a); err != nil {
+			runErr = err
+		}
+	})
+	if runErr != nil {
+		t.Fatal(runErr)
+	}
+	if err := stream.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	if allocs != 0 {
+		t.Errorf("%.1f allocations per warm Run, want 0", allocs)
 	}
 }

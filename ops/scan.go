@@ -135,6 +135,11 @@ type ScanBackward struct {
 	geom   scanGeom
 	kernel *kernelRef
 	pairK  *kernelRef // the colpair kernel where geom.pair is set (and ScanPairEnv is not "never")
+	// stripK is the colstrip kernel (bf16 cummax and cummin along an outer
+	// axis that fits its shared memory; ScanStripEnv not "never"), with
+	// its shared memory for this axis; stripAll: ScanStripEnv "always".
+	stripK   *kernelRef
+	stripAll bool
 }
 
 // ScanPairEnv set to "never" keeps plans off the colpair kernel (bf16
@@ -143,6 +148,81 @@ type ScanBackward struct {
 // kernel developer's knob (to time or test one against the other); users
 // leave it unset.
 const ScanPairEnv = "BARACUDA_SCAN_PAIR"
+
+// ScanStripEnv, read when a plan is made, overrides where Run takes the
+// colstrip kernel (bf16 cummax and cummin along an outer axis, one block
+// per strip of 32 slices): "never" keeps plans off it, "always" takes it
+// wherever the device and the operands allow (any axis length that fits
+// its shared memory, however few strips). It is a kernel developer's knob
+// (to time or test one kernel against another); users leave it unset.
+const ScanStripEnv = "BARACUDA_SCAN_STRIP"
+
+// The colstrip kernel (gen/scan.cuh, scan_backward_colstrip): blocks of
+// scanStripBlock threads, each a strip of scanStripW slices over the whole
+// axis in stages of scanStripRows rows, a ring of scanStripDepth stages and
+// a bit per element in shared memory.
+const (
+	scanStripBlock = 512
+	scanStripW     = 32
+	scanStripSegs  = scanStripBlock / scanStripW
+	scanStripRows  = 32 * scanStripSegs
+	scanStripDepth = 3
+	// scanStripSmemCap is the most shared memory the kernel asks for (a
+	// block's most on an H100), which bounds the axis (32256 elements).
+	scanStripSmemCap = 227 << 10
+)
+
+// scanStripSmem is the colstrip kernel's dynamic shared memory for an axis
+// of n elements: the ring of bf16 stages, the bit words, the segment
+// totals and flags, and the carry (the layout of scan_backward_colstrip).
+func scanStripSmem(n int64) int64 {
+	stages := scanCeil(n, scanStripRows)
+	return scanStripDepth*scanStripRows*scanStripW*2 + stages*scanStripSegs*scanStripW*4 +
+		2*scanStripSegs*scanStripW*4 + scanStripW*4
+}
+
+// stripLayout reports whether the colstrip kernel can move the operands
+// of L (dy, x, dx) as 16-byte rows of its strips, and if so returns its
+// blocks: the innermost merged slice dim is a multiple of 8 with unit
+// stride, every other stride (slice dims and axis) a multiple of 8, and
+// the bases 16-byte aligned, so that each strip's row is whole 16-byte
+// pieces.
+func stripLayout(a *ScanArgs, L *scanLayout) (blocks int64, ok bool) {
+	r := int(L.srank) - 1
+	if r < 0 || L.sdim[r]%8 != 0 {
+		return 0, false
+	}
+	for _, t := range [3]int{0, 1, 3} {
+		if L.sstride[t][r] != 1 || L.astride[t]%8 != 0 {
+			return 0, false
+		}
+		for d := 0; d < r; d++ {
+			if L.sstride[t][d]%8 != 0 {
+				return 0, false
+			}
+		}
+	}
+	if a.DY.Buf.Addr%16 != 0 || a.X.Buf.Addr%16 != 0 || a.DX.Buf.Addr%16 != 0 {
+		return 0, false
+	}
+	return L.nslices / L.sdim[r] * scanCeil(L.sdim[r], scanStripW), true
+}
+
+// stripFills reports whether blocks of the colstrip kernel, per of them
+// resident on each of sms multiprocessors, run in one wave that keeps at
+// least three quarters of the resident places busy. A strip's block takes
+// about the same time however many run beside it (on an H100, bf16
+// cummax along axis 0 of 4096 x C, 128 strips and fewer one block per SM:
+// 47.5-49.7 us from 64 to 128 strips), so its bandwidth grows with the
+// blocks of its wave, while the colpair kernel's grows with the tensor:
+// against colpair's 38.4, 48.9, 50.6, 54.6 and 57.5 us the strips took
+// 47.5 (64 strips), 48.5 (96), 49.0 (104), 49.7 (112) and 49.2 (128); a
+// second wave doubles the strips' time, 90.8 us for 136 strips against
+// 59.8, and only a full one ties (256: 96.5 against 96.0).
+func stripFills(blocks int64, sms, per int) bool {
+	slots := int64(sms) * int64(max(per, 1))
+	return blocks <= slots && 4*blocks >= 3*slots
+}
 
 // Launch geometry. The kernels view the tensors as nslices slices of n
 // elements along the axis. Two mappings:
@@ -462,6 +542,16 @@ func NewScanBackward(desc ScanDesc) (*ScanBackward, error) {
 			p.pairK = newKernelRef("scan", pname)
 		}
 	}
+	env := os.Getenv(ScanStripEnv)
+	p.stripAll = env == "always"
+	if numel > 0 && !p.geom.row && (p.geom.chunks > 1 || p.stripAll) && env != "never" {
+		if sm := scanStripSmem(p.geom.n); sm <= scanStripSmemCap {
+			if sname, ok := lookupKernel("scan", desc.Op.String(), desc.DType, "colstrip"); ok {
+				p.stripK = newKernelRef("scan", sname)
+				p.stripK.smem, p.stripK.smemCap = int(sm), scanStripSmemCap
+			}
+		}
+	}
 	return p, nil
 }
 
@@ -471,7 +561,13 @@ func NewScanBackward(desc ScanDesc) (*ScanBackward, error) {
 // capability 8.0 and up, where the operands allow two slices a lane
 // (the innermost slice dim of even length and unit stride, the other
 // strides even, 4-byte aligned tensors: contiguous operands of an even
-// number of slices do).
+// number of slices do). Ahead of both it takes "colstrip" (a block per
+// strip of 32 slices over the whole axis, no workspace) where the axis
+// has at most 32256 elements, the device has the compute_80 build and
+// the shared memory, the operands allow 16-byte rows (the innermost slice
+// dim a multiple of 8 with unit stride, the other strides multiples of 8,
+// 16-byte aligned tensors) and the strips fill one wave of the GPU (128
+// strips, 4096 slices, on an H100's 132 SMs).
 func (p *ScanBackward) Kernel() KernelInfo {
 	return KernelInfo{Name: p.kernel.name, Family: "scan", Op: p.id.op, DType: p.desc.DType, Backend: backend}
 }
@@ -748,6 +844,19 @@ func (p *ScanBackward) Run(s *driver.Stream, a *ScanArgs) error {
 	var L scanLayout
 	g := &p.geom
 	p.layout(a, &L, g)
+	if p.stripK != nil {
+		if blocks, ok := stripLayout(a, &L); ok {
+			// colstrip where the device has it, its shared memory fits
+			// and the strips fill one wave: no workspace, one launch.
+			slf, err := p.stripK.resolve(s.Context())
+			switch {
+			case err == nil && slf.smemBlocksPerSM > 0 && (p.stripAll || stripFills(blocks, slf.sms, slf.smemBlocksPerSM)):
+				return p.launchWith(slf, s, a, &L, blocks, scanStripBlock, p.stripK.smem)
+			case err != nil && !errors.Is(err, errNoBuild):
+				return err
+			}
+		}
+	}
 	if p.pairK != nil && pairLayout(a, &L) {
 		// colpair where the device has it (compute capability 8.0 and up).
 		plf, err := p.pairK.resolve(s.Context())
@@ -793,9 +902,15 @@ func (p *ScanBackward) Run(s *driver.Stream, a *ScanArgs) error {
 }
 
 func (p *ScanBackward) launch(lf *loadedFunction, s *driver.Stream, a *ScanArgs, L *scanLayout, blocks int64) error {
+	return p.launchWith(lf, s, a, L, blocks, scanBlock, 0)
+}
+
+// launchWith launches blocks of threads threads with smem bytes of dynamic
+// shared memory.
+func (p *ScanBackward) launchWith(lf *loadedFunction, s *driver.Stream, a *ScanArgs, L *scanLayout, blocks int64, threads, smem int) error {
 	args := driver.GetArgs()
 	p.pack(args, a, L)
-	err := lf.fn.Launch(s, [3]uint32{uint32(blocks), 1, 1}, [3]uint32{scanBlock, 1, 1}, 0, args)
+	err := lf.fn.Launch(s, [3]uint32{uint32(blocks), 1, 1}, [3]uint32{uint32(threads), 1, 1}, uint32(smem), args)
 	driver.PutArgs(args)
 	return err
 }

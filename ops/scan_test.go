@@ -453,7 +453,8 @@ func FuzzScanDescriptor(f *testing.F) {
 // differs from the kernel's would cut tiles the kernel does not expect.
 func TestScanConstantsAgree(t *testing.T) {
 	cuh := genSource(t, "scan.cuh")
-	for name, want := range map[string]int{"SCAN_THREADS": scanBlock, "SCAN_WARPS": scanWarps, "SCAN_PAIR_ITEMS": scanPairItems} {
+	for name, want := range map[string]int{"SCAN_THREADS": scanBlock, "SCAN_WARPS": scanWarps, "SCAN_PAIR_ITEMS": scanPairItems,
+		"SCAN_STRIP_W": scanStripW, "SCAN_STRIP_THREADS": scanStripBlock, "SCAN_STRIP_DEPTH": scanStripDepth} {
 		got, ok := cuhDefine(cuh, name)
 		if !ok {
 			t.Errorf("gen/scan.cuh: no #define %s", name)
@@ -582,6 +583,149 @@ func TestScanPairLayout(t *testing.T) {
 		q.layout(&a, &L, &q.geom)
 		if got := pairLayout(&a, &L); got != c.want {
 			t.Errorf("1000x2x3 dy strides %v: pairLayout %v, want %v (%+v)", c.strides, got, c.want, L)
+		}
+	}
+}
+
+// TestScanStripPlan: bf16 cummax and cummin along an outer axis cut into
+// tiles get the colstrip kernel with its shared memory for the axis (the
+// layout of scan_backward_colstrip), up to the longest axis that fits;
+// other ops, dtypes, the row mapping, single-tile axes (unless
+// ScanStripEnv is "always") and ScanStripEnv "never" get none.
+func TestScanStripPlan(t *testing.T) {
+	for _, c := range []struct {
+		n    int
+		smem int
+	}{
+		{4096, 3*512*32*2 + 8*16*32*4 + 2*16*32*4 + 32*4}, // 118912 bytes, as bench/probes/stripscan.cu
+		{161, 3*512*32*2 + 1*16*32*4 + 2*16*32*4 + 32*4},
+		{32256, 3*512*32*2 + 63*16*32*4 + 2*16*32*4 + 32*4},
+		{32257, 0}, // 64 stages: over scanStripSmemCap
+	} {
+		for _, op := range []ScanOp{ScanCummax, ScanCummin} {
+			p, err := NewScanBackward(ScanDesc{Op: op, DType: dtype.BF16, Shape: []int{c.n, 64}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case c.smem == 0 && p.stripK != nil:
+				t.Errorf("%s bf16 axis of %d: colstrip kernel with %d bytes, more than %d", op, c.n, p.stripK.smem, scanStripSmemCap)
+			case c.smem == 0:
+			case p.stripK == nil:
+				t.Errorf("%s bf16 axis of %d: no colstrip kernel", op, c.n)
+			case p.stripK.smem != c.smem || p.stripK.block != scanStripBlock || p.stripK.smemCap != scanStripSmemCap:
+				t.Errorf("%s bf16 axis of %d: colstrip smem %d block %d cap %d, want %d %d %d", op, c.n, p.stripK.smem,
+					p.stripK.block, p.stripK.smemCap, c.smem, scanStripBlock, scanStripSmemCap)
+			}
+		}
+	}
+	for _, c := range []struct {
+		op    ScanOp
+		dt    dtype.DType
+		shape []int
+		axis  int
+	}{
+		{ScanCumsum, dtype.BF16, []int{4096, 4096}, 0},
+		{ScanCummax, dtype.F32, []int{4096, 4096}, 0},
+		{ScanCummax, dtype.F16, []int{4096, 4096}, 0},
+		{ScanCummax, dtype.BF16, []int{160, 64}, 0},  // one col tile
+		{ScanCummax, dtype.BF16, []int{64, 4096}, 1}, // row mapping
+	} {
+		p, err := NewScanBackward(ScanDesc{Op: c.op, DType: c.dt, Shape: c.shape, Axis: c.axis})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.stripK != nil {
+			t.Errorf("%s %s %v axis %d: colstrip kernel %s", c.op, c.dt, c.shape, c.axis, p.stripK.name)
+		}
+	}
+	t.Setenv(ScanStripEnv, "always")
+	if p, err := NewScanBackward(ScanDesc{Op: ScanCummax, DType: dtype.BF16, Shape: []int{2, 64}}); err != nil || p.stripK == nil || !p.stripAll {
+		t.Errorf("%s=always, axis of 2: colstrip kernel %v (err %v)", ScanStripEnv, p.stripK, err)
+	}
+	t.Setenv(ScanStripEnv, "never")
+	if p, err := NewScanBackward(ScanDesc{Op: ScanCummin, DType: dtype.BF16, Shape: []int{4096, 4096}}); err != nil || p.stripK != nil {
+		t.Errorf("%s=never: colstrip kernel %v (err %v)", ScanStripEnv, p.stripK, err)
+	}
+}
+
+// TestScanStripLayout: stripLayout takes a layout only where every strip's
+// row of dy, x and dx is whole 16-byte pieces, and counts a block per
+// strip of 32 slices of the innermost slice dim.
+func TestScanStripLayout(t *testing.T) {
+	p, err := NewScanBackward(ScanDesc{Op: ScanCummax, DType: dtype.BF16, Shape: []int{1000, 6, 8}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.stripK == nil {
+		t.Fatal("no colstrip kernel for bf16 cummax 1000x6x8 axis 0")
+	}
+	ct := fakeTensor(dtype.BF16, 1000, 6, 8)
+	check := func(name string, want bool, blocks int64, edit func(a *ScanArgs)) {
+		t.Helper()
+		a := ScanArgs{DY: ct, X: ct, DX: ct}
+		edit(&a)
+		var L scanLayout
+		p.layout(&a, &L, &p.geom)
+		got, ok := stripLayout(&a, &L)
+		if ok != want || (ok && got != blocks) {
+			t.Errorf("%s: stripLayout %d, %v, want %d, %v (%+v)", name, got, ok, blocks, want, L)
+		}
+	}
+	check("contiguous: one strip of 48 slices", true, 2, func(*ScanArgs) {})
+	check("dx 8 bytes off", false, 0, func(a *ScanArgs) { a.DX.Buf.Addr += 8 })
+	check("x row stride not a multiple of 8", false, 0, func(a *ScanArgs) { a.X.Strides = []int{52, 8, 1} })
+	check("dy padded rows", true, 2, func(a *ScanArgs) { a.DY.Strides = []int{56, 8, 1} })
+	// Slice dims that stay apart: 6 rows of strips of the inner 8 slices.
+	check("padded slice dims", true, 6, func(a *ScanArgs) { a.DY.Strides = []int{128, 16, 1} })
+	check("outer slice stride not a multiple of 8", false, 0, func(a *ScanArgs) { a.DY.Strides = []int{120, 12, 1} })
+	check("transposed slices", false, 0, func(a *ScanArgs) { a.DX.Strides = []int{48, 1, 6} })
+	check("unused y", true, 2, func(a *ScanArgs) { a.Y = fakeTensor(dtype.BF16, 1000, 6, 8); a.Y.Buf.Addr++ })
+	q, err := NewScanBackward(ScanDesc{Op: ScanCummin, DType: dtype.BF16, Shape: []int{1000, 6, 6}})
+	if err != nil || q.stripK == nil {
+		t.Fatalf("bf16 cummin 1000x6x6: colstrip kernel %v (err %v)", q.stripK, err)
+	}
+	c6 := fakeTensor(dtype.BF16, 1000, 6, 6)
+	a := ScanArgs{DY: c6, X: c6, DX: c6}
+	var L scanLayout
+	q.layout(&a, &L, &q.geom)
+	if _, ok := stripLayout(&a, &L); ok {
+		t.Errorf("1000x6x6 (36 slices, not a multiple of 8): stripLayout took it (%+v)", L)
+	}
+	big := fakeTensor(dtype.BF16, 4096, 4096)
+	a = ScanArgs{DY: big, X: big, DX: big}
+	b, err := NewScanBackward(ScanDesc{Op: ScanCummax, DType: dtype.BF16, Shape: []int{4096, 4096}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.layout(&a, &L, &b.geom)
+	if n, ok := stripLayout(&a, &L); !ok || n != 128 {
+		t.Errorf("4096x4096: stripLayout %d, %v, want 128 blocks", n, ok)
+	}
+}
+
+// TestScanStripFills: Run takes the colstrip kernel where its blocks run
+// in one wave that keeps at least three quarters of the resident places
+// busy.
+func TestScanStripFills(t *testing.T) {
+	for _, c := range []struct {
+		blocks   int64
+		sms, per int
+		want     bool
+	}{
+		{128, 132, 1, true}, // 4096 slices on an H100
+		{104, 132, 1, true},
+		{99, 132, 1, true}, // 75%
+		{98, 132, 1, false},
+		{96, 132, 1, false},
+		{132, 132, 1, true},
+		{133, 132, 1, false}, // a second wave
+		{256, 132, 1, false},
+		{160, 80, 2, true},
+		{1, 1, 0, true},
+	} {
+		if got := stripFills(c.blocks, c.sms, c.per); got != c.want {
+			t.Errorf("stripFills(%d blocks, %d SMs, %d per SM) = %v, want %v", c.blocks, c.sms, c.per, got, c.want)
 		}
 	}
 }

@@ -145,6 +145,21 @@ func ScanCases(quick bool) []ScanCase {
 		cs = append(cs, ScanCase{Shape: []int{8193, 1024}, Axis: 0, Layouts: scanSame(Contiguous), Values: ScanNormal,
 			Ops: []ops.ScanOp{ops.ScanCummax, ops.ScanCummin}, DTypes: []dtype.DType{dtype.BF16}})
 	}
+	// The colstrip kernel (bf16 cummax and cummin along an outer axis, a
+	// block per strip of 32 slices over the whole axis in stages of 512
+	// rows; TestScanStripGPU takes it wherever the operands allow): a
+	// partial strip and two stages exactly, two slice dims that do not
+	// merge (strips of a later outer index) with a partial last stage,
+	// axes shorter than a stage, and (full set) 128 strips, which Run
+	// takes it for by itself on an H100.
+	add([]int{1024, 48}, 0, scanSame(Contiguous), ScanExact)
+	add([]int{3, 700, 40}, 1, scanSame(Contiguous), ScanSpecial)
+	add([]int{2, 64}, 0, scanSame(Contiguous), ScanSpecial)
+	add([]int{31, 32}, 0, scanSame(Contiguous), ScanNormal)
+	if !quick {
+		cs = append(cs, ScanCase{Shape: []int{600, 4096}, Axis: 0, Layouts: scanSame(Contiguous), Values: ScanSpecial,
+			Ops: []ops.ScanOp{ops.ScanCummax, ops.ScanCummin}, DTypes: []dtype.DType{dtype.BF16}})
+	}
 	cs = append(cs, ScanCase{Shape: []int{9, 1000}, Axis: 1, Layouts: scanSame(Contiguous), InPlace: true})
 	cs = append(cs, ScanCase{Shape: []int{700, 9}, Axis: 0, Layouts: scanSame(Padded), InPlace: true})
 	cs = append(cs, ScanCase{Shape: []int{700, 64}, Axis: 0, Layouts: scanSame(Contiguous), InPlace: true})
