@@ -536,6 +536,17 @@ func TestScanPairGeometry(t *testing.T) {
 	}
 }
 
+// laidOut is Run's layout of contiguous operands of p's shape and dtype
+// (dy, x and dx in one buffer), after edit.
+func laidOut(p *ScanBackward, edit func(a *ScanArgs)) (ScanArgs, scanLayout) {
+	ct := fakeTensor(p.desc.DType, p.shape...)
+	a := ScanArgs{DY: ct, X: ct, DX: ct}
+	edit(&a)
+	var L scanLayout
+	p.layout(&a, &L, &p.geom)
+	return a, L
+}
+
 // TestScanPairLayout: pairLayout takes words only where every even slice
 // starts one in every row of dy, x and dx.
 func TestScanPairLayout(t *testing.T) {
@@ -546,13 +557,9 @@ func TestScanPairLayout(t *testing.T) {
 	if p.pairK == nil {
 		t.Fatal("no colpair kernel for bf16 cummax 1000x6x8 axis 0")
 	}
-	ct := fakeTensor(dtype.BF16, 1000, 6, 8)
 	check := func(name string, want bool, edit func(a *ScanArgs)) {
 		t.Helper()
-		a := ScanArgs{DY: ct, X: ct, DX: ct}
-		edit(&a)
-		var L scanLayout
-		p.layout(&a, &L, &p.geom)
+		a, L := laidOut(p, edit)
 		if got := pairLayout(&a, &L); got != want {
 			t.Errorf("%s: pairLayout %v, want %v (%+v)", name, got, want, L)
 		}
@@ -572,15 +579,11 @@ func TestScanPairLayout(t *testing.T) {
 	if err != nil || q.pairK == nil {
 		t.Fatalf("bf16 cummin 1000x2x3: pair kernel %v (err %v)", q.pairK, err)
 	}
-	c3 := fakeTensor(dtype.BF16, 1000, 2, 3)
 	for _, c := range []struct {
 		strides []int
 		want    bool
 	}{{nil, true}, {[]int{8, 4, 1}, false}} {
-		a := ScanArgs{DY: c3, X: c3, DX: c3}
-		a.DY.Strides = c.strides
-		var L scanLayout
-		q.layout(&a, &L, &q.geom)
+		a, L := laidOut(q, func(a *ScanArgs) { a.DY.Strides = c.strides })
 		if got := pairLayout(&a, &L); got != c.want {
 			t.Errorf("1000x2x3 dy strides %v: pairLayout %v, want %v (%+v)", c.strides, got, c.want, L)
 		}
@@ -660,13 +663,9 @@ func TestScanStripLayout(t *testing.T) {
 	if p.stripK == nil {
 		t.Fatal("no colstrip kernel for bf16 cummax 1000x6x8 axis 0")
 	}
-	ct := fakeTensor(dtype.BF16, 1000, 6, 8)
 	check := func(name string, want bool, blocks int64, edit func(a *ScanArgs)) {
 		t.Helper()
-		a := ScanArgs{DY: ct, X: ct, DX: ct}
-		edit(&a)
-		var L scanLayout
-		p.layout(&a, &L, &p.geom)
+		a, L := laidOut(p, edit)
 		got, ok := stripLayout(&a, &L)
 		if ok != want || (ok && got != blocks) {
 			t.Errorf("%s: stripLayout %d, %v, want %d, %v (%+v)", name, got, ok, blocks, want, L)
@@ -685,20 +684,15 @@ func TestScanStripLayout(t *testing.T) {
 	if err != nil || q.stripK == nil {
 		t.Fatalf("bf16 cummin 1000x6x6: colstrip kernel %v (err %v)", q.stripK, err)
 	}
-	c6 := fakeTensor(dtype.BF16, 1000, 6, 6)
-	a := ScanArgs{DY: c6, X: c6, DX: c6}
-	var L scanLayout
-	q.layout(&a, &L, &q.geom)
+	a, L := laidOut(q, func(*ScanArgs) {})
 	if _, ok := stripLayout(&a, &L); ok {
 		t.Errorf("1000x6x6 (36 slices, not a multiple of 8): stripLayout took it (%+v)", L)
 	}
-	big := fakeTensor(dtype.BF16, 4096, 4096)
-	a = ScanArgs{DY: big, X: big, DX: big}
 	b, err := NewScanBackward(ScanDesc{Op: ScanCummax, DType: dtype.BF16, Shape: []int{4096, 4096}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.layout(&a, &L, &b.geom)
+	a, L = laidOut(b, func(*ScanArgs) {})
 	if n, ok := stripLayout(&a, &L); !ok || n != 128 {
 		t.Errorf("4096x4096: stripLayout %d, %v, want 128 blocks", n, ok)
 	}
