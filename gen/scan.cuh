@@ -2335,8 +2335,8 @@ __device__ __forceinline__ void scan_backward_colpair(const T* __restrict__ dy, 
 #endif
 }
 
-// scan_backward_colstrip (variant "colstrip", compute_80: bf16 cummax and
-// cummin along an outer axis): one block owns a strip of SCAN_STRIP_W
+// scan_backward_colstrip (variant "colstrip", compute_80: f16 and bf16
+// cummax and cummin along an outer axis): one block owns a strip of SCAN_STRIP_W
 // adjacent slices (64-byte rows) over the whole axis, so no block waits for
 // another: no ticket, look-back, fix pass or workspace. It walks the axis
 // twice, in stages of SCAN_STRIP_ROWS rows that cp.async moves into a ring

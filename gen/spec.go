@@ -140,6 +140,11 @@ var builds = []Build{
 	// axis 0, 42.3 against 37.6).
 	{Suffix: "_sm80", Arch: "compute_80", MinMajor: 8, DTypes: []dtype.DType{dtype.BF16}, Verify: []string{"sm_80", "sm_90"},
 		MinBlocks: map[string]int{"reduce": 3, "scan": 3}, SpillBytes: map[string]int{"scan": 224}},
+	// compute_80 for the f16 kernels of the scan family's colstrip variant
+	// (cp.async), which the base build cannot hold; every other f16 kernel
+	// keeps the base build.
+	{Suffix: "_sm80h", Arch: "compute_80", MinMajor: 8, DTypes: []dtype.DType{dtype.F16}, Families: []string{"scan"},
+		Variants: []string{"colstrip"}, Verify: []string{"sm_80", "sm_90"}},
 	// compute_90 for what only Hopper has: the reduce family's "cluster"
 	// and "stripc" variants (thread block clusters, distributed shared
 	// memory), every dtype. The other kernels keep their builds.

@@ -40,12 +40,13 @@ var scanFamily = Family{
 		// bf16x2 instructions).
 		{Name: "colpair", Template: "scan_backward_colpair", MinMajor: 8, Ops: []string{"cummax", "cummin"},
 			DTypes: []dtype.DType{dtype.BF16}},
-		// colstrip: cummax and cummin along an outer axis with one block
-		// of 512 threads per strip of 32 slices over the whole axis (no
-		// look-back, no workspace), where the strips fill the GPU and the
-		// operands allow 16-byte rows (ops/scan.go, stripLayout);
-		// compute_80 and up (cp.async).
+		// colstrip: the 16-bit cummax and cummin along an outer axis with
+		// one block of 512 threads per strip of 32 slices over the whole
+		// axis (no look-back, no workspace), where the strips fill one
+		// wave of the GPU and the operands allow 16-byte rows
+		// (ops/scan.go, stripLayout, stripFills); compute_80 and up
+		// (cp.async): bf16 in the _sm80 build, f16 in _sm80h.
 		{Name: "colstrip", Template: "scan_backward_colstrip", MinMajor: 8, Ops: []string{"cummax", "cummin"},
-			DTypes: []dtype.DType{dtype.BF16}, Block: 512},
+			DTypes: []dtype.DType{dtype.F16, dtype.BF16}, Block: 512},
 	},
 }

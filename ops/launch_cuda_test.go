@@ -117,13 +117,19 @@ func TestReduceClusterBuild(t *testing.T) {
 
 // TestScanStripTaken: on a GPU of compute capability 8.0 and up whose
 // shared memory holds the kernel, Run takes the colstrip kernel by itself
-// for bf16 cummax along axis 0 of 600x4096 where its 128 strips fill the
-// GPU, with no workspace touched (it has none to fill), and that a warm
-// Run of it allocates nothing.
+// for f16 and bf16 cummax along axis 0 of 600x4096 where its 128 strips
+// fill the GPU, with no workspace touched (it has none to fill), and that
+// a warm Run of it allocates nothing.
 func TestScanStripTaken(t *testing.T) {
+	for _, dt := range []dtype.DType{dtype.F16, dtype.BF16} {
+		t.Run(dt.Suffix(), func(t *testing.T) { scanStripTaken(t, dt) })
+	}
+}
+
+func scanStripTaken(t *testing.T, dt dtype.DType) {
 	ctx := deviceContext(t)
 	shape := []int{600, 4096}
-	p, err := NewScanBackward(ScanDesc{Op: ScanCummax, DType: dtype.BF16, Shape: shape})
+	p, err := NewScanBackward(ScanDesc{Op: ScanCummax, DType: dt, Shape: shape})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,8 +175,8 @@ func TestScanStripTaken(t *testing.T) {
 	// The workspace holds a pattern that any other kernel's Run would
 	// overwrite (the 16-byte memset of its ticket counter at least).
 	ws := alloc(p.WorkspaceSize(), 0x5a)
-	a := ScanArgs{DY: NewTensor(alloc(n, 0x3f), dtype.BF16, shape...), X: NewTensor(alloc(n, 0x3f), dtype.BF16, shape...),
-		DX: NewTensor(alloc(n, 0), dtype.BF16, shape...), Workspace: ws}
+	a := ScanArgs{DY: NewTensor(alloc(n, 0x3f), dt, shape...), X: NewTensor(alloc(n, 0x3f), dt, shape...),
+		DX: NewTensor(alloc(n, 0), dt, shape...), Workspace: ws}
 	if err := p.Run(stream, &a); err != nil {
 		t.Fatal(err)
 	}

@@ -135,7 +135,7 @@ type ScanBackward struct {
 	geom   scanGeom
 	kernel *kernelRef
 	pairK  *kernelRef // the colpair kernel where geom.pair is set (and ScanPairEnv is not "never")
-	// stripK is the colstrip kernel (bf16 cummax and cummin along an outer
+	// stripK is the colstrip kernel (f16 and bf16 cummax and cummin along an outer
 	// axis that fits its shared memory; ScanStripEnv not "never"), with
 	// its shared memory for this axis; stripAll: ScanStripEnv "always".
 	stripK   *kernelRef
@@ -150,7 +150,7 @@ type ScanBackward struct {
 const ScanPairEnv = "BARACUDA_SCAN_PAIR"
 
 // ScanStripEnv, read when a plan is made, overrides where Run takes the
-// colstrip kernel (bf16 cummax and cummin along an outer axis, one block
+// colstrip kernel (f16 and bf16 cummax and cummin along an outer axis, one block
 // per strip of 32 slices): "never" keeps plans off it, "always" takes it
 // wherever the device and the operands allow (any axis length that fits
 // its shared memory, however few strips). It is a kernel developer's knob
@@ -160,7 +160,7 @@ const ScanStripEnv = "BARACUDA_SCAN_STRIP"
 // The colstrip kernel (gen/scan.cuh, scan_backward_colstrip): blocks of
 // scanStripBlock threads, each a strip of scanStripW slices over the whole
 // axis in stages of scanStripRows rows, a ring of scanStripDepth stages and
-// a bit per element in shared memory.
+// a bit per element in shared memory. Its elements are 2 bytes (f16, bf16).
 const (
 	scanStripBlock = 512
 	scanStripW     = 32
@@ -561,13 +561,14 @@ func NewScanBackward(desc ScanDesc) (*ScanBackward, error) {
 // capability 8.0 and up, where the operands allow two slices a lane
 // (the innermost slice dim of even length and unit stride, the other
 // strides even, 4-byte aligned tensors: contiguous operands of an even
-// number of slices do). Ahead of both it takes "colstrip" (a block per
-// strip of 32 slices over the whole axis, no workspace) where the axis
-// has at most 32256 elements, the device has the compute_80 build and
-// the shared memory, the operands allow 16-byte rows (the innermost slice
-// dim a multiple of 8 with unit stride, the other strides multiples of 8,
-// 16-byte aligned tensors) and the strips fill one wave of the GPU (128
-// strips, 4096 slices, on an H100's 132 SMs).
+// number of slices do). For f16 and bf16 cummax and cummin along such an
+// axis Run takes "colstrip" ahead of both (a block per strip of 32 slices
+// over the whole axis, no workspace) where the axis has at most 32256
+// elements, the device has the compute_80 build and the shared memory,
+// the operands allow 16-byte rows (the innermost slice dim a multiple of 8
+// with unit stride, the other strides multiples of 8, 16-byte aligned
+// tensors) and the strips fill one wave of the GPU to three quarters (99
+// to 132 strips, 3168 to 4224 slices, on an H100's 132 SMs).
 func (p *ScanBackward) Kernel() KernelInfo {
 	return KernelInfo{Name: p.kernel.name, Family: "scan", Op: p.id.op, DType: p.desc.DType, Backend: backend}
 }

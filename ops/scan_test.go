@@ -590,7 +590,7 @@ func TestScanPairLayout(t *testing.T) {
 	}
 }
 
-// TestScanStripPlan: bf16 cummax and cummin along an outer axis cut into
+// TestScanStripPlan: f16 and bf16 cummax and cummin along an outer axis cut into
 // tiles get the colstrip kernel with its shared memory for the axis (the
 // layout of scan_backward_colstrip), up to the longest axis that fits;
 // other ops, dtypes, the row mapping, single-tile axes (unless
@@ -601,23 +601,27 @@ func TestScanStripPlan(t *testing.T) {
 		smem int
 	}{
 		{4096, 3*512*32*2 + 8*16*32*4 + 2*16*32*4 + 32*4}, // 118912 bytes, as bench/probes/stripscan.cu
-		{161, 3*512*32*2 + 1*16*32*4 + 2*16*32*4 + 32*4},
+		{257, 3*512*32*2 + 1*16*32*4 + 2*16*32*4 + 32*4},  // two col tiles (f16 256 rows, bf16 160), one stage
 		{32256, 3*512*32*2 + 63*16*32*4 + 2*16*32*4 + 32*4},
 		{32257, 0}, // 64 stages: over scanStripSmemCap
 	} {
-		for _, op := range []ScanOp{ScanCummax, ScanCummin} {
-			p, err := NewScanBackward(ScanDesc{Op: op, DType: dtype.BF16, Shape: []int{c.n, 64}})
+		for _, k := range []struct {
+			op ScanOp
+			dt dtype.DType
+		}{{ScanCummax, dtype.BF16}, {ScanCummin, dtype.BF16}, {ScanCummax, dtype.F16}, {ScanCummin, dtype.F16}} {
+			op := k.op
+			p, err := NewScanBackward(ScanDesc{Op: op, DType: k.dt, Shape: []int{c.n, 64}})
 			if err != nil {
 				t.Fatal(err)
 			}
 			switch {
 			case c.smem == 0 && p.stripK != nil:
-				t.Errorf("%s bf16 axis of %d: colstrip kernel with %d bytes, more than %d", op, c.n, p.stripK.smem, scanStripSmemCap)
+				t.Errorf("%s %s axis of %d: colstrip kernel with %d bytes, more than %d", op, k.dt, c.n, p.stripK.smem, scanStripSmemCap)
 			case c.smem == 0:
 			case p.stripK == nil:
-				t.Errorf("%s bf16 axis of %d: no colstrip kernel", op, c.n)
+				t.Errorf("%s %s axis of %d: no colstrip kernel", op, k.dt, c.n)
 			case p.stripK.smem != c.smem || p.stripK.block != scanStripBlock || p.stripK.smemCap != scanStripSmemCap:
-				t.Errorf("%s bf16 axis of %d: colstrip smem %d block %d cap %d, want %d %d %d", op, c.n, p.stripK.smem,
+				t.Errorf("%s %s axis of %d: colstrip smem %d block %d cap %d, want %d %d %d", op, k.dt, c.n, p.stripK.smem,
 					p.stripK.block, p.stripK.smemCap, c.smem, scanStripBlock, scanStripSmemCap)
 			}
 		}
@@ -630,7 +634,7 @@ func TestScanStripPlan(t *testing.T) {
 	}{
 		{ScanCumsum, dtype.BF16, []int{4096, 4096}, 0},
 		{ScanCummax, dtype.F32, []int{4096, 4096}, 0},
-		{ScanCummax, dtype.F16, []int{4096, 4096}, 0},
+		{ScanCummin, dtype.F64, []int{4096, 4096}, 0},
 		{ScanCummax, dtype.BF16, []int{160, 64}, 0},  // one col tile
 		{ScanCummax, dtype.BF16, []int{64, 4096}, 1}, // row mapping
 	} {

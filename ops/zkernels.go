@@ -390,6 +390,7 @@ var kernelTable = [...]kernelRow{
 	{family: "scan", op: "cummax", dtype: dtype.F32, variant: "col", name: "scan_bw_cummax_f32_col", minMajor: 0},
 	{family: "scan", op: "cummax", dtype: dtype.F16, variant: "row", name: "scan_bw_cummax_f16_row", minMajor: 0},
 	{family: "scan", op: "cummax", dtype: dtype.F16, variant: "col", name: "scan_bw_cummax_f16_col", minMajor: 0},
+	{family: "scan", op: "cummax", dtype: dtype.F16, variant: "colstrip", name: "scan_bw_cummax_f16_colstrip", minMajor: 8, block: 512},
 	{family: "scan", op: "cummax", dtype: dtype.BF16, variant: "row", name: "scan_bw_cummax_bf16_row", minMajor: 0},
 	{family: "scan", op: "cummax", dtype: dtype.BF16, variant: "col", name: "scan_bw_cummax_bf16_col", minMajor: 0},
 	{family: "scan", op: "cummax", dtype: dtype.BF16, variant: "colpair", name: "scan_bw_cummax_bf16_colpair", minMajor: 8},
@@ -400,6 +401,7 @@ var kernelTable = [...]kernelRow{
 	{family: "scan", op: "cummin", dtype: dtype.F32, variant: "col", name: "scan_bw_cummin_f32_col", minMajor: 0},
 	{family: "scan", op: "cummin", dtype: dtype.F16, variant: "row", name: "scan_bw_cummin_f16_row", minMajor: 0},
 	{family: "scan", op: "cummin", dtype: dtype.F16, variant: "col", name: "scan_bw_cummin_f16_col", minMajor: 0},
+	{family: "scan", op: "cummin", dtype: dtype.F16, variant: "colstrip", name: "scan_bw_cummin_f16_colstrip", minMajor: 8, block: 512},
 	{family: "scan", op: "cummin", dtype: dtype.BF16, variant: "row", name: "scan_bw_cummin_bf16_row", minMajor: 0},
 	{family: "scan", op: "cummin", dtype: dtype.BF16, variant: "col", name: "scan_bw_cummin_bf16_col", minMajor: 0},
 	{family: "scan", op: "cummin", dtype: dtype.BF16, variant: "colpair", name: "scan_bw_cummin_bf16_colpair", minMajor: 8},
@@ -496,5 +498,6 @@ var familyTable = [...]familyRow{
 var buildTable = [...]buildRow{
 	{suffix: "", arch: "compute_70", minMajor: 7, dtypes: []dtype.DType{}, families: nil, variants: nil},
 	{suffix: "_sm80", arch: "compute_80", minMajor: 8, dtypes: []dtype.DType{dtype.BF16}, families: nil, variants: nil},
+	{suffix: "_sm80h", arch: "compute_80", minMajor: 8, dtypes: []dtype.DType{dtype.F16}, families: []string{"scan"}, variants: []string{"colstrip"}},
 	{suffix: "_sm90", arch: "compute_90", minMajor: 9, dtypes: []dtype.DType{}, families: []string{"reduce"}, variants: []string{"cluster", "stripc"}},
 }

@@ -145,7 +145,7 @@ func ScanCases(quick bool) []ScanCase {
 		cs = append(cs, ScanCase{Shape: []int{8193, 1024}, Axis: 0, Layouts: scanSame(Contiguous), Values: ScanNormal,
 			Ops: []ops.ScanOp{ops.ScanCummax, ops.ScanCummin}, DTypes: []dtype.DType{dtype.BF16}})
 	}
-	// The colstrip kernel (bf16 cummax and cummin along an outer axis, a
+	// The colstrip kernel (f16 and bf16 cummax and cummin along an outer axis, a
 	// block per strip of 32 slices over the whole axis in stages of 512
 	// rows; TestScanStripGPU takes it wherever the operands allow): a
 	// partial strip and two stages exactly, two slice dims that do not
@@ -158,7 +158,7 @@ func ScanCases(quick bool) []ScanCase {
 	add([]int{31, 32}, 0, scanSame(Contiguous), ScanNormal)
 	if !quick {
 		cs = append(cs, ScanCase{Shape: []int{600, 4096}, Axis: 0, Layouts: scanSame(Contiguous), Values: ScanSpecial,
-			Ops: []ops.ScanOp{ops.ScanCummax, ops.ScanCummin}, DTypes: []dtype.DType{dtype.BF16}})
+			Ops: []ops.ScanOp{ops.ScanCummax, ops.ScanCummin}, DTypes: []dtype.DType{dtype.F16, dtype.BF16}})
 	}
 	cs = append(cs, ScanCase{Shape: []int{9, 1000}, Axis: 1, Layouts: scanSame(Contiguous), InPlace: true})
 	cs = append(cs, ScanCase{Shape: []int{700, 9}, Axis: 0, Layouts: scanSame(Padded), InPlace: true})

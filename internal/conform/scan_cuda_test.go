@@ -28,7 +28,7 @@ func TestScanBackwardGPU(t *testing.T) {
 	}
 }
 
-// TestScanStripGPU runs the suite for bf16 cummax and cummin with Run
+// TestScanStripGPU runs the suite for f16 and bf16 cummax and cummin with Run
 // taking the colstrip kernel wherever the device and the operands allow
 // it (ScanStripEnv=always; by itself Run takes it only where its strips
 // fill the GPU).
@@ -37,14 +37,16 @@ func TestScanStripGPU(t *testing.T) {
 	env := testEnv(t)
 	cases := ScanCases(quick())
 	for _, op := range []ops.ScanOp{ops.ScanCummax, ops.ScanCummin} {
-		for _, reverse := range []bool{false, true} {
-			dir := "forward"
-			if reverse {
-				dir = "reverse"
+		for _, dt := range []dtype.DType{dtype.F16, dtype.BF16} {
+			for _, reverse := range []bool{false, true} {
+				dir := "forward"
+				if reverse {
+					dir = "reverse"
+				}
+				t.Run("scan_bw_"+op.String()+"_"+dt.Suffix()+"_colstrip/"+dir, func(t *testing.T) {
+					report(t, env.CheckScan(op, dt, reverse, cases, 43))
+				})
 			}
-			t.Run("scan_bw_"+op.String()+"_bf16_colstrip/"+dir, func(t *testing.T) {
-				report(t, env.CheckScan(op, dtype.BF16, reverse, cases, 43))
-			})
 		}
 	}
 }
