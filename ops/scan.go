@@ -135,9 +135,10 @@ type ScanBackward struct {
 	geom   scanGeom
 	kernel *kernelRef
 	pairK  *kernelRef // the colpair kernel where geom.pair is set (and ScanPairEnv is not "never")
-	// stripK is the colstrip kernel (f16 and bf16 cummax and cummin along an outer
-	// axis that fits its shared memory; ScanStripEnv not "never"), with
-	// its shared memory for this axis; stripAll: ScanStripEnv "always".
+	// stripK is the colstrip kernel (f16 and bf16 cummax and cummin along
+	// an outer axis that fits its shared memory; ScanStripEnv not
+	// "never"), with its block and its shared memory for this axis;
+	// stripAll: ScanStripEnv "always".
 	stripK   *kernelRef
 	stripAll bool
 }
@@ -150,8 +151,8 @@ type ScanBackward struct {
 const ScanPairEnv = "BARACUDA_SCAN_PAIR"
 
 // ScanStripEnv, read when a plan is made, overrides where Run takes the
-// colstrip kernel (f16 and bf16 cummax and cummin along an outer axis, one block
-// per strip of 32 slices): "never" keeps plans off it, "always" takes it
+// colstrip kernel (f16 and bf16 cummax and cummin along an outer axis, one
+// block per strip of 32 slices): "never" keeps plans off it, "always" takes it
 // wherever the device and the operands allow (any axis length that fits
 // its shared memory, however few strips). It is a kernel developer's knob
 // (to time or test one kernel against another); users leave it unset.
@@ -173,7 +174,7 @@ const (
 )
 
 // scanStripSmem is the colstrip kernel's dynamic shared memory for an axis
-// of n elements: the ring of bf16 stages, the bit words, the segment
+// of n elements: the ring of 16-bit stages, the bit words, the segment
 // totals and flags, and the carry (the layout of scan_backward_colstrip).
 func scanStripSmem(n int64) int64 {
 	stages := scanCeil(n, scanStripRows)
@@ -851,8 +852,9 @@ func (p *ScanBackward) Run(s *driver.Stream, a *ScanArgs) error {
 			// and the strips fill one wave: no workspace, one launch.
 			slf, err := p.stripK.resolve(s.Context())
 			switch {
-			case err == nil && slf.smemBlocksPerSM > 0 && (p.stripAll || stripFills(blocks, slf.sms, slf.smemBlocksPerSM)):
-				return p.launchWith(slf, s, a, &L, blocks, scanStripBlock, p.stripK.smem)
+			case err == nil && slf.smemBlocksPerSM > 0 && blocks <= maxGridX &&
+				(p.stripAll || stripFills(blocks, slf.sms, slf.smemBlocksPerSM)):
+				return p.launchWith(slf, s, a, &L, blocks, p.stripK.block, p.stripK.smem)
 			case err != nil && !errors.Is(err, errNoBuild):
 				return err
 			}
