@@ -157,10 +157,10 @@ type kernelRef struct {
 // newKernelRef refers to kernel name of family; its table row picks the
 // module build it loads from.
 func newKernelRef(family, name string) *kernelRef {
-	row := kernelByName(name)
-	block := familyByName(family).block
-	if row != nil && row.block > 0 {
-		block = row.block
+	row, f := kernelByName(name), familyByName(family)
+	block := f.block
+	if row != nil {
+		block = row.threads(f)
 	}
 	return &kernelRef{name: name, row: row, block: block}
 }

@@ -122,11 +122,7 @@ func VerifyEmbeddedPTX() []error {
 			}
 			counted[module]++
 			errs = append(errs, checkParams(k.name, f, got)...)
-			block := f.block
-			if k.block > 0 {
-				block = k.block
-			}
-			if n := ntids[module][k.name]; n != block {
+			if n, block := ntids[module][k.name], k.threads(f); n != block {
 				errs = append(errs, fmt.Errorf("kernel %s in %s.ptx: .maxntid %d, the launcher gives %d threads", k.name, module, n, block))
 			}
 		}

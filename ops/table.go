@@ -86,6 +86,15 @@ func kernelByName(name string) *kernelRow {
 	return nil
 }
 
+// threads is the block kernel k launches with: its variant's where the
+// variant sets one, else its family f's.
+func (k *kernelRow) threads(f *familyRow) int {
+	if k.block > 0 {
+		return k.block
+	}
+	return f.block
+}
+
 func familyByName(name string) *familyRow {
 	for i := range familyTable {
 		if familyTable[i].name == name {
