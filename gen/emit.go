@@ -305,3 +305,14 @@ func readmeWithMatrix(root string) ([]byte, error) {
 	fmt.Fprintf(&m, "\n%d kernels in all.\n", total)
 	return []byte(s[:i] + m.String() + s[j:]), nil
 }
+
+// held counts the kernels build bd compiles of the family.
+func (f *Family) held(bd Build) int {
+	n := 0
+	for _, k := range f.kernels() {
+		if bd.holds(k) {
+			n++
+		}
+	}
+	return n
+}

@@ -1,24 +1,23 @@
 package main
 
-// reduceFamily: single-axis reduction backward. Eight variants share the
+// reduceFamily: single-axis reduction backward. Nine variants share the
 // ABI: "row" (the axis is x's fastest dim: threads step along it) and "col"
 // (an outer axis: threads step across slices) compute a slice's statistics
 // and dx in one kernel; few, long slices of an op with statistics are split
 // into chunks and take "stats" (partial statistics into the workspace)
 // then "apply" (combine, dx), or for var and std along an outer axis "one"
 // (the tiles of a slice block keep x in shared memory until their
-// statistics are complete); those three are empty for ops without
-// statistics, "one" also for max, min and prod. "strip" is an op with
-// statistics along an outer axis on dense operands: a block holds whole
-// slices (a strip of them) in shared memory, reads x once and waits for no
-// other block (empty for the other ops). "flat" is the ops without
-// statistics on dense operands (an elementwise map of x with dy and y
-// broadcast), empty for the others. "cluster" (compute capability 9.0 and
-// up, its own build) runs the split col slices of an op with statistics in
-// one launch: the redCluster chunks of a slice block are the blocks of one
-// thread block cluster, which combine their partials through distributed
-// shared memory (empty for ops without statistics). Layout is ReduceLayout in reduce.cuh
-// (mirrored by reduceLayout in ops/reduce.go).
+// statistics are complete). "strip" is an op with statistics along an
+// outer axis on dense operands: a block holds whole slices (a strip of
+// them) in shared memory, reads x once and waits for no other block.
+// "flat" is the ops without statistics, and the provisional ones, on dense
+// operands (an elementwise map of x with dy and y broadcast). "cluster"
+// and "stripc" (compute capability 9.0 and up, their own build) run the
+// split col slices and the strips of an op with statistics as thread
+// block clusters, which combine their partials through distributed shared
+// memory. A variant is instantiated only for the ops it serves (the lists
+// below). Layout is ReduceLayout in reduce.cuh (mirrored by reduceLayout
+// in ops/reduce.go).
 // redCluster is the cluster variant's blocks per cluster
 // (RED_CLUSTER_BLOCKS in reduce.cuh, redCluster in ops/reduce.go): 2, which
 // measured faster than 4 and 8 on an H100 (docs/benchmarks.md).
@@ -33,6 +32,20 @@ const redCluster = 2
 // cluster sizes (from these constants), reduce.cuh's and the launcher's
 // agree.
 const redStripCluster = 2
+
+// The ops each variant is instantiated for; a variant's template is empty
+// for the others, which its launcher never takes. redStatsOps are the ops
+// with per-slice statistics (the tie count, the zero count and product,
+// the mean: hasStats in ops/reduce.go), redMomentOps those whose
+// statistics need x read twice (var and std: the "one" kernel keeps x in
+// shared memory between the passes), redFlatOps those that "flat" serves
+// (every op whose dx is a map of x with dy and y broadcast, and the
+// provisional ones: max, min and prod).
+var (
+	redStatsOps  = []string{"max", "min", "prod", "var", "std"}
+	redMomentOps = []string{"var", "std"}
+	redFlatOps   = []string{"sum", "mean", "max", "min", "prod", "norm2", "logsumexp"}
+)
 
 var reduceFamily = Family{
 	Name:      "reduce",
@@ -61,14 +74,14 @@ var reduceFamily = Family{
 		{Name: "std", Functor: "RedStd"},
 	},
 	Variants: []Variant{
-		{Name: "flat", Template: "reduce_flat"},
+		{Name: "flat", Template: "reduce_flat", Ops: redFlatOps},
 		{Name: "row", Template: "reduce_row"},
 		{Name: "col", Template: "reduce_col"},
-		{Name: "stats", Template: "reduce_stats"},
-		{Name: "apply", Template: "reduce_apply"},
-		{Name: "one", Template: "reduce_one"},
-		{Name: "strip", Template: "reduce_strip"},
-		{Name: "cluster", Template: "reduce_cluster", MinMajor: 9, Cluster: redCluster},
-		{Name: "stripc", Template: "reduce_stripc", MinMajor: 9, Cluster: redStripCluster},
+		{Name: "stats", Template: "reduce_stats", Ops: redStatsOps},
+		{Name: "apply", Template: "reduce_apply", Ops: redStatsOps},
+		{Name: "one", Template: "reduce_one", Ops: redMomentOps},
+		{Name: "strip", Template: "reduce_strip", Ops: redStatsOps},
+		{Name: "cluster", Template: "reduce_cluster", MinMajor: 9, Cluster: redCluster, Ops: redStatsOps},
+		{Name: "stripc", Template: "reduce_stripc", MinMajor: 9, Cluster: redStripCluster, Ops: redStatsOps},
 	},
 }

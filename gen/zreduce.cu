@@ -11,18 +11,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_sum_f32_row(const
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_sum_f32_col(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_col<float, RedSum>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_sum_f32_stats(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_stats<float, RedSum>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_sum_f32_apply(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_apply<float, RedSum>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_sum_f32_one(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_one<float, RedSum>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_sum_f32_strip(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_strip<float, RedSum>(x, y, dy, dx, ws, L);
-}
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_sum_f16_flat(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__half, RedSum>(x, y, dy, dx, ws, L);
 }
@@ -31,18 +19,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_sum_f16_row(const
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_sum_f16_col(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_col<__half, RedSum>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_sum_f16_stats(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_stats<__half, RedSum>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_sum_f16_apply(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_apply<__half, RedSum>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_sum_f16_one(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_one<__half, RedSum>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_sum_f16_strip(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_strip<__half, RedSum>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_sum_bf16_flat(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__nv_bfloat16, RedSum>(x, y, dy, dx, ws, L);
@@ -53,18 +29,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_sum_bf16_row(cons
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_sum_bf16_col(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_col<__nv_bfloat16, RedSum>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_sum_bf16_stats(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_stats<__nv_bfloat16, RedSum>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_sum_bf16_apply(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_apply<__nv_bfloat16, RedSum>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_sum_bf16_one(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_one<__nv_bfloat16, RedSum>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_sum_bf16_strip(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_strip<__nv_bfloat16, RedSum>(x, y, dy, dx, ws, L);
-}
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_sum_f64_flat(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<double, RedSum>(x, y, dy, dx, ws, L);
 }
@@ -73,18 +37,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_sum_f64_row(const
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_sum_f64_col(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_col<double, RedSum>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_sum_f64_stats(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_stats<double, RedSum>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_sum_f64_apply(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_apply<double, RedSum>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_sum_f64_one(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_one<double, RedSum>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_sum_f64_strip(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_strip<double, RedSum>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_mean_f32_flat(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<float, RedMean>(x, y, dy, dx, ws, L);
@@ -95,18 +47,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_mean_f32_row(cons
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_mean_f32_col(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_col<float, RedMean>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_mean_f32_stats(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_stats<float, RedMean>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_mean_f32_apply(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_apply<float, RedMean>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_mean_f32_one(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_one<float, RedMean>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_mean_f32_strip(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_strip<float, RedMean>(x, y, dy, dx, ws, L);
-}
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_mean_f16_flat(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__half, RedMean>(x, y, dy, dx, ws, L);
 }
@@ -115,18 +55,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_mean_f16_row(cons
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_mean_f16_col(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_col<__half, RedMean>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_mean_f16_stats(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_stats<__half, RedMean>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_mean_f16_apply(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_apply<__half, RedMean>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_mean_f16_one(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_one<__half, RedMean>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_mean_f16_strip(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_strip<__half, RedMean>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_mean_bf16_flat(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__nv_bfloat16, RedMean>(x, y, dy, dx, ws, L);
@@ -137,18 +65,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_mean_bf16_row(con
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_mean_bf16_col(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_col<__nv_bfloat16, RedMean>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_mean_bf16_stats(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_stats<__nv_bfloat16, RedMean>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_mean_bf16_apply(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_apply<__nv_bfloat16, RedMean>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_mean_bf16_one(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_one<__nv_bfloat16, RedMean>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_mean_bf16_strip(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_strip<__nv_bfloat16, RedMean>(x, y, dy, dx, ws, L);
-}
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_mean_f64_flat(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<double, RedMean>(x, y, dy, dx, ws, L);
 }
@@ -157,18 +73,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_mean_f64_row(cons
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_mean_f64_col(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_col<double, RedMean>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_mean_f64_stats(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_stats<double, RedMean>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_mean_f64_apply(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_apply<double, RedMean>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_mean_f64_one(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_one<double, RedMean>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_mean_f64_strip(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_strip<double, RedMean>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_f32_flat(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<float, RedMaxMin>(x, y, dy, dx, ws, L);
@@ -184,9 +88,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_f32_stats(con
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_f32_apply(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_apply<float, RedMaxMin>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_f32_one(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_one<float, RedMaxMin>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_f32_strip(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_strip<float, RedMaxMin>(x, y, dy, dx, ws, L);
@@ -206,9 +107,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_f16_stats(con
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_f16_apply(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_apply<__half, RedMaxMin>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_f16_one(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_one<__half, RedMaxMin>(x, y, dy, dx, ws, L);
-}
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_f16_strip(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_strip<__half, RedMaxMin>(x, y, dy, dx, ws, L);
 }
@@ -226,9 +124,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_bf16_stats(co
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_bf16_apply(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_apply<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_bf16_one(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_one<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_bf16_strip(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_strip<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
@@ -248,9 +143,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_f64_stats(con
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_f64_apply(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_apply<double, RedMaxMin>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_f64_one(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_one<double, RedMaxMin>(x, y, dy, dx, ws, L);
-}
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_f64_strip(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_strip<double, RedMaxMin>(x, y, dy, dx, ws, L);
 }
@@ -268,9 +160,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_f32_stats(con
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_f32_apply(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_apply<float, RedMaxMin>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_f32_one(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_one<float, RedMaxMin>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_f32_strip(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_strip<float, RedMaxMin>(x, y, dy, dx, ws, L);
@@ -290,9 +179,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_f16_stats(con
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_f16_apply(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_apply<__half, RedMaxMin>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_f16_one(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_one<__half, RedMaxMin>(x, y, dy, dx, ws, L);
-}
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_f16_strip(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_strip<__half, RedMaxMin>(x, y, dy, dx, ws, L);
 }
@@ -310,9 +196,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_bf16_stats(co
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_bf16_apply(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_apply<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_bf16_one(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_one<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_bf16_strip(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_strip<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
@@ -332,9 +215,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_f64_stats(con
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_f64_apply(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_apply<double, RedMaxMin>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_f64_one(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_one<double, RedMaxMin>(x, y, dy, dx, ws, L);
-}
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_f64_strip(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_strip<double, RedMaxMin>(x, y, dy, dx, ws, L);
 }
@@ -352,9 +232,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_prod_f32_stats(co
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_prod_f32_apply(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_apply<float, RedProd>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_prod_f32_one(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_one<float, RedProd>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_prod_f32_strip(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_strip<float, RedProd>(x, y, dy, dx, ws, L);
@@ -374,9 +251,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_prod_f16_stats(co
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_prod_f16_apply(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_apply<__half, RedProd>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_prod_f16_one(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_one<__half, RedProd>(x, y, dy, dx, ws, L);
-}
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_prod_f16_strip(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_strip<__half, RedProd>(x, y, dy, dx, ws, L);
 }
@@ -394,9 +268,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_prod_bf16_stats(c
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_prod_bf16_apply(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_apply<__nv_bfloat16, RedProd>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_prod_bf16_one(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_one<__nv_bfloat16, RedProd>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_prod_bf16_strip(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_strip<__nv_bfloat16, RedProd>(x, y, dy, dx, ws, L);
@@ -416,9 +287,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_prod_f64_stats(co
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_prod_f64_apply(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_apply<double, RedProd>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_prod_f64_one(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_one<double, RedProd>(x, y, dy, dx, ws, L);
-}
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_prod_f64_strip(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_strip<double, RedProd>(x, y, dy, dx, ws, L);
 }
@@ -431,18 +299,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_norm2_f32_row(con
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_norm2_f32_col(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_col<float, RedNorm2>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_norm2_f32_stats(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_stats<float, RedNorm2>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_norm2_f32_apply(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_apply<float, RedNorm2>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_norm2_f32_one(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_one<float, RedNorm2>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_norm2_f32_strip(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_strip<float, RedNorm2>(x, y, dy, dx, ws, L);
-}
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_norm2_f16_flat(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__half, RedNorm2>(x, y, dy, dx, ws, L);
 }
@@ -451,18 +307,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_norm2_f16_row(con
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_norm2_f16_col(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_col<__half, RedNorm2>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_norm2_f16_stats(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_stats<__half, RedNorm2>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_norm2_f16_apply(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_apply<__half, RedNorm2>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_norm2_f16_one(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_one<__half, RedNorm2>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_norm2_f16_strip(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_strip<__half, RedNorm2>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_norm2_bf16_flat(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__nv_bfloat16, RedNorm2>(x, y, dy, dx, ws, L);
@@ -473,18 +317,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_norm2_bf16_row(co
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_norm2_bf16_col(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_col<__nv_bfloat16, RedNorm2>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_norm2_bf16_stats(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_stats<__nv_bfloat16, RedNorm2>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_norm2_bf16_apply(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_apply<__nv_bfloat16, RedNorm2>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_norm2_bf16_one(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_one<__nv_bfloat16, RedNorm2>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_norm2_bf16_strip(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_strip<__nv_bfloat16, RedNorm2>(x, y, dy, dx, ws, L);
-}
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_norm2_f64_flat(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<double, RedNorm2>(x, y, dy, dx, ws, L);
 }
@@ -493,18 +325,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_norm2_f64_row(con
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_norm2_f64_col(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_col<double, RedNorm2>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_norm2_f64_stats(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_stats<double, RedNorm2>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_norm2_f64_apply(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_apply<double, RedNorm2>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_norm2_f64_one(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_one<double, RedNorm2>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_norm2_f64_strip(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_strip<double, RedNorm2>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_logsumexp_f32_flat(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<float, RedLogSumExp>(x, y, dy, dx, ws, L);
@@ -515,18 +335,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_logsumexp_f32_row
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_logsumexp_f32_col(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_col<float, RedLogSumExp>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_logsumexp_f32_stats(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_stats<float, RedLogSumExp>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_logsumexp_f32_apply(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_apply<float, RedLogSumExp>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_logsumexp_f32_one(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_one<float, RedLogSumExp>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_logsumexp_f32_strip(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_strip<float, RedLogSumExp>(x, y, dy, dx, ws, L);
-}
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_logsumexp_f16_flat(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__half, RedLogSumExp>(x, y, dy, dx, ws, L);
 }
@@ -535,18 +343,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_logsumexp_f16_row
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_logsumexp_f16_col(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_col<__half, RedLogSumExp>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_logsumexp_f16_stats(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_stats<__half, RedLogSumExp>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_logsumexp_f16_apply(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_apply<__half, RedLogSumExp>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_logsumexp_f16_one(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_one<__half, RedLogSumExp>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_logsumexp_f16_strip(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_strip<__half, RedLogSumExp>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_logsumexp_bf16_flat(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__nv_bfloat16, RedLogSumExp>(x, y, dy, dx, ws, L);
@@ -557,18 +353,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_logsumexp_bf16_ro
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_logsumexp_bf16_col(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_col<__nv_bfloat16, RedLogSumExp>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_logsumexp_bf16_stats(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_stats<__nv_bfloat16, RedLogSumExp>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_logsumexp_bf16_apply(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_apply<__nv_bfloat16, RedLogSumExp>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_logsumexp_bf16_one(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_one<__nv_bfloat16, RedLogSumExp>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_logsumexp_bf16_strip(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_strip<__nv_bfloat16, RedLogSumExp>(x, y, dy, dx, ws, L);
-}
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_logsumexp_f64_flat(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<double, RedLogSumExp>(x, y, dy, dx, ws, L);
 }
@@ -577,21 +361,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_logsumexp_f64_row
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_logsumexp_f64_col(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_col<double, RedLogSumExp>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_logsumexp_f64_stats(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_stats<double, RedLogSumExp>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_logsumexp_f64_apply(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_apply<double, RedLogSumExp>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_logsumexp_f64_one(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_one<double, RedLogSumExp>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_logsumexp_f64_strip(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_strip<double, RedLogSumExp>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_f32_flat(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_flat<float, RedVar>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_f32_row(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_row<float, RedVar>(x, y, dy, dx, ws, L);
@@ -611,9 +380,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_f32_one(const
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_f32_strip(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_strip<float, RedVar>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_f16_flat(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_flat<__half, RedVar>(x, y, dy, dx, ws, L);
-}
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_f16_row(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_row<__half, RedVar>(x, y, dy, dx, ws, L);
 }
@@ -631,9 +397,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_f16_one(const
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_f16_strip(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_strip<__half, RedVar>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_bf16_flat(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_flat<__nv_bfloat16, RedVar>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_bf16_row(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_row<__nv_bfloat16, RedVar>(x, y, dy, dx, ws, L);
@@ -653,9 +416,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_bf16_one(cons
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_bf16_strip(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_strip<__nv_bfloat16, RedVar>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_f64_flat(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_flat<double, RedVar>(x, y, dy, dx, ws, L);
-}
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_f64_row(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_row<double, RedVar>(x, y, dy, dx, ws, L);
 }
@@ -673,9 +433,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_f64_one(const
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_f64_strip(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_strip<double, RedVar>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_f32_flat(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_flat<float, RedStd>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_f32_row(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_row<float, RedStd>(x, y, dy, dx, ws, L);
@@ -695,9 +452,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_f32_one(const
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_f32_strip(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_strip<float, RedStd>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_f16_flat(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_flat<__half, RedStd>(x, y, dy, dx, ws, L);
-}
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_f16_row(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_row<__half, RedStd>(x, y, dy, dx, ws, L);
 }
@@ -716,9 +470,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_f16_one(const
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_f16_strip(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_strip<__half, RedStd>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_bf16_flat(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_flat<__nv_bfloat16, RedStd>(x, y, dy, dx, ws, L);
-}
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_bf16_row(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_row<__nv_bfloat16, RedStd>(x, y, dy, dx, ws, L);
 }
@@ -736,9 +487,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_bf16_one(cons
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_bf16_strip(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_strip<__nv_bfloat16, RedStd>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_f64_flat(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_flat<double, RedStd>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_f64_row(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_row<double, RedStd>(x, y, dy, dx, ws, L);

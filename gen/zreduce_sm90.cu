@@ -3,54 +3,6 @@
 
 #include "reduce.cuh"
 
-extern "C" __global__ void __launch_bounds__(256, 1) __cluster_dims__(2, 1, 1) reduce_bw_sum_f32_cluster(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_cluster<float, RedSum>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) __cluster_dims__(2, 1, 1) reduce_bw_sum_f32_stripc(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_stripc<float, RedSum>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) __cluster_dims__(2, 1, 1) reduce_bw_sum_f16_cluster(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_cluster<__half, RedSum>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) __cluster_dims__(2, 1, 1) reduce_bw_sum_f16_stripc(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_stripc<__half, RedSum>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) __cluster_dims__(2, 1, 1) reduce_bw_sum_bf16_cluster(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_cluster<__nv_bfloat16, RedSum>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) __cluster_dims__(2, 1, 1) reduce_bw_sum_bf16_stripc(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_stripc<__nv_bfloat16, RedSum>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) __cluster_dims__(2, 1, 1) reduce_bw_sum_f64_cluster(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_cluster<double, RedSum>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) __cluster_dims__(2, 1, 1) reduce_bw_sum_f64_stripc(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_stripc<double, RedSum>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) __cluster_dims__(2, 1, 1) reduce_bw_mean_f32_cluster(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_cluster<float, RedMean>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) __cluster_dims__(2, 1, 1) reduce_bw_mean_f32_stripc(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_stripc<float, RedMean>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) __cluster_dims__(2, 1, 1) reduce_bw_mean_f16_cluster(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_cluster<__half, RedMean>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) __cluster_dims__(2, 1, 1) reduce_bw_mean_f16_stripc(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_stripc<__half, RedMean>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) __cluster_dims__(2, 1, 1) reduce_bw_mean_bf16_cluster(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_cluster<__nv_bfloat16, RedMean>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) __cluster_dims__(2, 1, 1) reduce_bw_mean_bf16_stripc(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_stripc<__nv_bfloat16, RedMean>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) __cluster_dims__(2, 1, 1) reduce_bw_mean_f64_cluster(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_cluster<double, RedMean>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) __cluster_dims__(2, 1, 1) reduce_bw_mean_f64_stripc(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_stripc<double, RedMean>(x, y, dy, dx, ws, L);
-}
 extern "C" __global__ void __launch_bounds__(256, 1) __cluster_dims__(2, 1, 1) reduce_bw_max_f32_cluster(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_cluster<float, RedMaxMin>(x, y, dy, dx, ws, L);
 }
@@ -122,54 +74,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) __cluster_dims__(2, 1, 1) r
 }
 extern "C" __global__ void __launch_bounds__(256, 1) __cluster_dims__(2, 1, 1) reduce_bw_prod_f64_stripc(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_stripc<double, RedProd>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) __cluster_dims__(2, 1, 1) reduce_bw_norm2_f32_cluster(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_cluster<float, RedNorm2>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) __cluster_dims__(2, 1, 1) reduce_bw_norm2_f32_stripc(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_stripc<float, RedNorm2>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) __cluster_dims__(2, 1, 1) reduce_bw_norm2_f16_cluster(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_cluster<__half, RedNorm2>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) __cluster_dims__(2, 1, 1) reduce_bw_norm2_f16_stripc(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_stripc<__half, RedNorm2>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) __cluster_dims__(2, 1, 1) reduce_bw_norm2_bf16_cluster(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_cluster<__nv_bfloat16, RedNorm2>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) __cluster_dims__(2, 1, 1) reduce_bw_norm2_bf16_stripc(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_stripc<__nv_bfloat16, RedNorm2>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) __cluster_dims__(2, 1, 1) reduce_bw_norm2_f64_cluster(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_cluster<double, RedNorm2>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) __cluster_dims__(2, 1, 1) reduce_bw_norm2_f64_stripc(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_stripc<double, RedNorm2>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) __cluster_dims__(2, 1, 1) reduce_bw_logsumexp_f32_cluster(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_cluster<float, RedLogSumExp>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) __cluster_dims__(2, 1, 1) reduce_bw_logsumexp_f32_stripc(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_stripc<float, RedLogSumExp>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) __cluster_dims__(2, 1, 1) reduce_bw_logsumexp_f16_cluster(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_cluster<__half, RedLogSumExp>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) __cluster_dims__(2, 1, 1) reduce_bw_logsumexp_f16_stripc(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_stripc<__half, RedLogSumExp>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) __cluster_dims__(2, 1, 1) reduce_bw_logsumexp_bf16_cluster(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_cluster<__nv_bfloat16, RedLogSumExp>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) __cluster_dims__(2, 1, 1) reduce_bw_logsumexp_bf16_stripc(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_stripc<__nv_bfloat16, RedLogSumExp>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) __cluster_dims__(2, 1, 1) reduce_bw_logsumexp_f64_cluster(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_cluster<double, RedLogSumExp>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) __cluster_dims__(2, 1, 1) reduce_bw_logsumexp_f64_stripc(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_stripc<double, RedLogSumExp>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) __cluster_dims__(2, 1, 1) reduce_bw_var_f32_cluster(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_cluster<float, RedVar>(x, y, dy, dx, ws, L);

@@ -18,15 +18,12 @@ import (
 // table's Cluster). A mismatch would otherwise show only on a GPU, as wrong
 // values where a strip's rows are cut between blocks.
 func TestReduceClusterSizesAgree(t *testing.T) {
-	src, err := ptx.Module("reduce_sm90")
-	if err != nil {
-		t.Fatal(err)
-	}
+	src := embeddedModule(t, "reduce_sm90")
 	want := map[string]int{"_cluster": redCluster, "_stripc": redStripCluster}
 	seen := map[string]int{}
 	head := regexp.MustCompile(`(?s)^(\w+)\(.*?\)([^{]*)\{`)
 	reqn := regexp.MustCompile(`\.reqnctapercluster (\d+), 1, 1`)
-	for _, chunk := range strings.Split(string(src), ".visible .entry ")[1:] {
+	for _, chunk := range strings.Split(src, ".visible .entry ")[1:] {
 		m := head.FindStringSubmatch(chunk)
 		if m == nil {
 			t.Fatalf("reduce_sm90: cannot read the entry at %.60q", chunk)
@@ -59,4 +56,23 @@ func TestReduceClusterSizesAgree(t *testing.T) {
 			t.Errorf("gen/reduce.cuh: %s is %d, the launcher assumes %d", name, got, n)
 		}
 	}
+}
+
+// embeddedModule is the text of every kernel of an embedded module build,
+// one after another.
+func embeddedModule(t *testing.T, module string) string {
+	t.Helper()
+	names, err := ptx.Entries(module)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, name := range names {
+		src, err := ptx.Kernel(module, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Write(src)
+	}
+	return b.String()
 }

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/baracuda-go/baracuda/driver"
+	"github.com/baracuda-go/baracuda/internal/ptxsplit"
 	"github.com/baracuda-go/baracuda/kernels/ptx"
 )
 
@@ -20,17 +21,92 @@ const (
 	MinComputeMinor = 0
 )
 
-// Modules are loaded lazily, once per (context, family), and kept for the
-// life of the process: JIT compilation costs milliseconds and the primary
-// context outlives any plan.
-var modules struct {
+// Each kernel is its own PTX module (kernels/ptx), loaded on first use in
+// a context and kept for the life of the process: the driver JIT-compiles
+// only what is launched, and the primary context outlives any plan. The
+// table's lock is never held across a compile: the first caller of a
+// kernel compiles it while later callers of that kernel wait for its
+// result, and callers of kernels already loaded look nothing up here at
+// all (kernelRef keeps the function). What does wait is the driver's
+// own, process-wide lock (see compileKernel).
+var loaded struct {
 	sync.Mutex
-	m map[moduleKey]*driver.Module
+	m map[kernelKey]*kernelLoad
 }
 
-type moduleKey struct {
+type kernelKey struct {
 	ctx    *driver.Context
 	module string // family plus build suffix, e.g. "reduce_sm80"
+	name   string
+}
+
+// kernelLoad is one kernel's load in one context: done closes when fn or
+// err is set.
+type kernelLoad struct {
+	done chan struct{}
+	fn   *driver.Function
+	err  error
+}
+
+// loadKernel returns kernel name of module in ctx, JIT-compiling it on the
+// first call. A failed load is forgotten, so that a later call tries again
+// (after a transient out-of-memory, say).
+func loadKernel(ctx *driver.Context, module, name string) (*driver.Function, error) {
+	key := kernelKey{ctx, module, name}
+	loaded.Lock()
+	l := loaded.m[key]
+	if l != nil {
+		loaded.Unlock()
+		<-l.done
+		return l.fn, l.err
+	}
+	if loaded.m == nil {
+		loaded.m = map[kernelKey]*kernelLoad{}
+	}
+	l = &kernelLoad{done: make(chan struct{})}
+	loaded.m[key] = l
+	loaded.Unlock()
+
+	l.fn, l.err = compileKernel(ctx, module, name)
+	if l.err != nil {
+		loaded.Lock()
+		delete(loaded.m, key)
+		loaded.Unlock()
+	}
+	close(l.done)
+	return l.fn, l.err
+}
+
+// kernelSource gives a kernel's PTX to compileKernel (a variable so that a
+// test can make each compile unique, past the driver's JIT cache).
+var kernelSource = kernelPTX
+
+// compileKernel loads one kernel's module into ctx: the driver
+// JIT-compiles its PTX inside cuModuleLoadDataEx, or takes the machine
+// code from its JIT cache. The driver holds a lock of its own for the
+// whole compile: launches and synchronizes elsewhere in the process wait
+// for it, and two compiles never overlap (measured on an H100 with driver
+// 580: a 1.6 s compile stalled a concurrent memset-and-synchronize loop for
+// 1.6 s, and 16 threads compiled no faster than one). Warm, or a JIT cache
+// filled beforehand (`baracuda warm`), keeps compiles out of the way.
+// It is a variable so that a test can stand in for the driver.
+var compileKernel = func(ctx *driver.Context, module, name string) (*driver.Function, error) {
+	src, err := kernelSource(module, name)
+	if err != nil {
+		return nil, err
+	}
+	mod, err := ctx.LoadModule(name, src)
+	if err != nil {
+		return nil, err
+	}
+	return mod.Function(name)
+}
+
+// deviceSMs is the multiprocessor count of ctx's device (a cached
+// attribute: no driver call).
+func deviceSMs(ctx *driver.Context) int {
+	n, _ := ctx.Device().SMCount()
+	return n
 }
 
 // loadedFunction is a kernel resolved in one context, with what the
@@ -64,24 +140,7 @@ func loadFunction(ctx *driver.Context, row *kernelRow, block, smem, smemCap int)
 	if module == "" {
 		return &loadedFunction{ctx: ctx}, errNoBuild
 	}
-	modules.Lock()
-	defer modules.Unlock()
-	key := moduleKey{ctx, module}
-	mod := modules.m[key]
-	if mod == nil {
-		src, err := modulePTX(module)
-		if err != nil {
-			return nil, err
-		}
-		if mod, err = ctx.LoadModule(module, src); err != nil {
-			return nil, err
-		}
-		if modules.m == nil {
-			modules.m = map[moduleKey]*driver.Module{}
-		}
-		modules.m[key] = mod
-	}
-	fn, err := mod.Function(row.name)
+	fn, err := loadKernel(ctx, module, row.name)
 	if err != nil {
 		return nil, err
 	}
@@ -187,10 +246,12 @@ func (k *kernelRef) resolve(ctx *driver.Context) (*loadedFunction, error) {
 	return lf, nil
 }
 
-// PTXDirEnv names a directory whose <family>.ptx files replace the embedded
-// modules. It is a kernel developer's knob (time a PTX variant built by
-// scripts/ptx-variant.sh without rebuilding the Go binary); a family with
-// no file there keeps its embedded module. Users leave it unset.
+// PTXDirEnv names a directory whose <module>.ptx files (whole modules as
+// nvcc writes them, e.g. reduce_sm80.ptx) replace the embedded kernels of
+// those module builds. It is a kernel developer's knob (time a PTX variant
+// built by scripts/ptx-variant.sh without rebuilding the Go binary); a
+// module with no file there keeps its embedded kernels. Users leave it
+// unset.
 const PTXDirEnv = "BARACUDA_PTX_DIR"
 
 // BasePTXEnv, when set to anything, makes every kernel load from the base
@@ -198,15 +259,50 @@ const PTXDirEnv = "BARACUDA_PTX_DIR"
 // kernels on a new GPU. Users leave it unset.
 const BasePTXEnv = "BARACUDA_BASE_PTX"
 
-func modulePTX(module string) ([]byte, error) {
+// kernelPTX is the standalone PTX module of one kernel.
+func kernelPTX(module, name string) ([]byte, error) {
 	if dir := os.Getenv(PTXDirEnv); dir != "" {
-		src, err := os.ReadFile(filepath.Join(dir, module+".ptx"))
-		if err == nil {
-			return src, nil
+		m, err := dirModule(dir, module)
+		if err != nil {
+			return nil, err
 		}
-		if !errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("ops: %s=%s: %w", PTXDirEnv, dir, err)
+		if m != nil {
+			text, err := m.Entry(name)
+			if err != nil {
+				return nil, fmt.Errorf("ops: %s=%s: %s.ptx: %w", PTXDirEnv, dir, module, err)
+			}
+			return []byte(text), nil
 		}
 	}
-	return ptx.Module(module)
+	return ptx.Kernel(module, name)
+}
+
+// dirModules caches the modules read from PTXDirEnv's directory, parsed
+// once each; a nil module means the directory has no file for it.
+var dirModules sync.Map // path -> *dirModuleLoad
+
+type dirModuleLoad struct {
+	once sync.Once
+	m    *ptxsplit.Module
+	err  error
+}
+
+func dirModule(dir, module string) (*ptxsplit.Module, error) {
+	path := filepath.Join(dir, module+".ptx")
+	v, _ := dirModules.LoadOrStore(path, new(dirModuleLoad))
+	d := v.(*dirModuleLoad)
+	d.once.Do(func() {
+		src, err := os.ReadFile(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			return
+		}
+		if err != nil {
+			d.err = fmt.Errorf("ops: %s=%s: %w", PTXDirEnv, dir, err)
+			return
+		}
+		if d.m, err = ptxsplit.Parse(string(src)); err != nil {
+			d.err = fmt.Errorf("ops: %s=%s: %s: %w", PTXDirEnv, dir, path, err)
+		}
+	})
+	return d.m, d.err
 }

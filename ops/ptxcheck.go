@@ -2,6 +2,7 @@ package ops
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
 	"strconv"
 	"strings"
@@ -60,6 +61,43 @@ func parseEntries(src string) (map[string][]ptxParam, error) {
 	return out, nil
 }
 
+// embeddedEntries reads the parameters and launch bounds of every kernel
+// of an embedded module build, and checks that each kernel's PTX is a
+// module holding that one entry.
+func embeddedEntries(module string) (map[string][]ptxParam, map[string]int, error) {
+	names, err := ptx.Entries(module)
+	if err != nil {
+		return nil, nil, err
+	}
+	entries, ntids := map[string][]ptxParam{}, map[string]int{}
+	for _, name := range names {
+		src, err := ptx.Kernel(module, name)
+		if err != nil {
+			return nil, nil, err
+		}
+		// The entry's head (name, parameters, directives) ends at its
+		// body's brace; what comes before it is the helpers it calls.
+		text := string(src)
+		if n := strings.Count(text, ".entry "); n != 1 {
+			return nil, nil, fmt.Errorf("%s/%s.ptx holds %d entries, not 1", module, name, n)
+		}
+		head := text[strings.Index(text, ".visible .entry "):]
+		if i := strings.IndexByte(head, '{'); i >= 0 {
+			head = head[:i]
+		}
+		es, err := parseEntries(head)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s/%s.ptx: %w", module, name, err)
+		}
+		if _, ok := es[name]; !ok {
+			return nil, nil, fmt.Errorf("%s/%s.ptx does not define entry %s", module, name, name)
+		}
+		maps.Copy(entries, es)
+		maps.Copy(ntids, parseMaxNTID(head))
+	}
+	return entries, ntids, nil
+}
+
 // VerifyEmbeddedPTX checks every row of the generated support table against
 // the embedded PTX of every build that holds it: the entry exists under
 // the name the speller gives, its parameters have the family's types,
@@ -82,18 +120,13 @@ func VerifyEmbeddedPTX() []error {
 			}
 			name := f.name + b.suffix
 			mods = append(mods, modRef{name, b})
-			src, err := ptx.Module(name)
+			es, ns, err := embeddedEntries(name)
 			if err != nil {
 				errs = append(errs, err)
 				continue
 			}
-			es, err := parseEntries(string(src))
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s.ptx: %w", name, err))
-				continue
-			}
 			entries[name] = es
-			ntids[name] = parseMaxNTID(string(src))
+			ntids[name] = ns
 		}
 	}
 	counted := map[string]int{}
@@ -117,13 +150,13 @@ func VerifyEmbeddedPTX() []error {
 			module := k.family + b.suffix
 			got, ok := entries[module][k.name]
 			if !ok {
-				errs = append(errs, fmt.Errorf("kernel %s is in the table but not in %s.ptx", k.name, module))
+				errs = append(errs, fmt.Errorf("kernel %s is in the table but not in %s.zip", k.name, module))
 				continue
 			}
 			counted[module]++
 			errs = append(errs, checkParams(k.name, f, got)...)
 			if n, block := ntids[module][k.name], k.threads(f); n != block {
-				errs = append(errs, fmt.Errorf("kernel %s in %s.ptx: .maxntid %d, the launcher gives %d threads", k.name, module, n, block))
+				errs = append(errs, fmt.Errorf("kernel %s in %s.zip: .maxntid %d, the launcher gives %d threads", k.name, module, n, block))
 			}
 		}
 		if !held {
@@ -132,7 +165,7 @@ func VerifyEmbeddedPTX() []error {
 	}
 	for _, m := range mods {
 		if es, ok := entries[m.module]; ok && counted[m.module] != len(es) {
-			errs = append(errs, fmt.Errorf("%s.ptx has %d entries, the table %d", m.module, len(es), counted[m.module]))
+			errs = append(errs, fmt.Errorf("%s.zip has %d kernels, the table %d", m.module, len(es), counted[m.module]))
 		}
 	}
 	return errs

@@ -141,7 +141,7 @@ type ReduceBackward struct {
 	colK     *kernelRef  // one pass, the col mapping
 	stats    *kernelRef  // split slices, first pass (nil without statistics)
 	apply    *kernelRef  // split slices, second pass (nil without statistics)
-	oneK     *kernelRef  // split col slices in one launch (nil without statistics)
+	oneK     *kernelRef  // split col slices in one launch (var and std only; nil otherwise)
 	cluK     *kernelRef  // ... as thread block clusters (compute capability 9.0)
 	clu      reduceGeom  // its geometry; nchunks == 0 where it does not apply
 	cluAny   bool        // ... whatever the grid (ReduceClusterEnv)
@@ -675,7 +675,10 @@ func NewReduceBackward(desc ReduceDesc) (*ReduceBackward, error) {
 	}
 	refs := []kref{{"row", &p.rowK}, {"col", &p.colK}}
 	if desc.Op.hasStats() {
-		refs = append(refs, kref{"stats", &p.stats}, kref{"apply", &p.apply}, kref{"one", &p.oneK}, kref{"cluster", &p.cluK})
+		refs = append(refs, kref{"stats", &p.stats}, kref{"apply", &p.apply}, kref{"cluster", &p.cluK})
+		if !desc.Op.provisional() {
+			refs = append(refs, kref{"one", &p.oneK})
+		}
 	}
 	if !desc.Op.hasStats() || desc.Op.provisional() {
 		refs = append(refs, kref{"flat", &p.flatK})

@@ -4,7 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/baracuda-go/baracuda/driver"
 	"github.com/baracuda-go/baracuda/kernels/ptx"
@@ -31,15 +30,23 @@ func runInfo(w io.Writer, args []string) error {
 			return err
 		}
 	}
-	fmt.Fprintln(w, "\nembedded PTX modules:")
-	for _, fam := range ptx.Families() {
-		src, err := ptx.Module(fam)
+	fmt.Fprintln(w, "\nembedded PTX (one module per kernel, JIT-compiled on first use):")
+	for _, mod := range ptx.Modules() {
+		names, err := ptx.Entries(mod)
+		if err != nil {
+			return err
+		}
+		if len(names) == 0 {
+			continue
+		}
+		// Every kernel of a build has the same PTX ISA and target.
+		src, err := ptx.Kernel(mod, names[0])
 		if err != nil {
 			return err
 		}
 		maj, min, err := driver.PTXVersion(src)
 		if err != nil {
-			return fmt.Errorf("module %s: %w", fam, err)
+			return fmt.Errorf("module %s: %w", mod, err)
 		}
 		target, _ := driver.PTXTarget(src)
 		need, _ := driver.MinDriverForPTX(maj, min)
@@ -52,9 +59,10 @@ func runInfo(w io.Writer, args []string) error {
 			}
 		}
 		fmt.Fprintf(w, "  %-12s PTX ISA %d.%d, %s, needs CUDA %s+, %3d kernels, this driver can JIT it: %s\n",
-			fam, maj, min, target, driver.FormatCUDAVersion(need), strings.Count(string(src), ".entry "), jit)
+			mod, maj, min, target, driver.FormatCUDAVersion(need), len(names), jit)
 	}
 	fmt.Fprintf(w, "  %d kernels in all\n", len(ops.Kernels()))
+	printJITCache(w)
 	return nil
 }
 
