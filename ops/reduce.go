@@ -593,6 +593,17 @@ func (p *ReduceBackward) planStrip() error {
 // ReduceStripEnv).
 func (p *ReduceBackward) stripOn() bool { return p.stripK != nil || p.stripcK != nil }
 
+// stripMayFill reports whether a strip kernel's grid can pass Run's test
+// on a device of sms multiprocessors (split col slices, and at least a
+// block per SM), before either kernel is loaded.
+func (p *ReduceBackward) stripMayFill(sms int) bool {
+	if p.stripAny {
+		return true
+	}
+	return p.col.nchunks > 1 && (p.stripcK != nil && p.stripc.strips*redStripCluster >= int64(sms) ||
+		p.stripK != nil && p.strip.strips >= int64(sms))
+}
+
 // stripRef is the kernel of variant ("strip" or "stripc") for the plan's
 // op and dtype, launched with g's shared memory.
 func (p *ReduceBackward) stripRef(variant string, g reduceStrip) (*kernelRef, error) {
@@ -1103,9 +1114,11 @@ func (p *ReduceBackward) Run(s *driver.Stream, a *ReduceArgs) error {
 	if p.numel == 0 {
 		return nil
 	}
+	// A kernel is resolved (on first use, JIT-compiled) only where Run may
+	// launch it: each test that needs no loaded function comes first.
 	var L reduceLayout
 	ctx := s.Context()
-	if p.stripOn() && p.stripDense(a) {
+	if p.stripOn() && p.stripDense(a) && p.stripMayFill(deviceSMs(ctx)) {
 		var lf *loadedFunction
 		g, c := &p.strip, int64(1)
 		if p.stripcK != nil {
@@ -1158,7 +1171,10 @@ func (p *ReduceBackward) Run(s *driver.Stream, a *ReduceArgs) error {
 		main = p.rowK
 	}
 	if p.stats != nil && L.nchunks > 1 {
-		if p.clu.nchunks > 0 && L.mapping == redCol {
+		// The cluster kernel needs a quarter of a block per SM and
+		// resident block (at least one), the one kernel an x larger
+		// than L2.
+		if p.clu.nchunks > 0 && L.mapping == redCol && (p.cluAny || 4*p.clusterTiles(&L) >= int64(deviceSMs(ctx))) {
 			lf, err := p.cluK.resolve(ctx)
 			if err != nil && !errors.Is(err, errNoBuild) {
 				return err
@@ -1167,13 +1183,13 @@ func (p *ReduceBackward) Run(s *driver.Stream, a *ReduceArgs) error {
 				return p.runCluster(s, lf, a, &L, tiles)
 			}
 		}
-		if p.one && L.mapping == redCol {
+		l2, _ := ctx.Device().L2CacheSize()
+		if p.one && L.mapping == redCol && (p.oneAny || p.numel*int64(p.desc.DType.Size()) > int64(l2)) {
 			lf, err := p.oneK.resolve(ctx)
 			if err != nil {
 				return err
 			}
-			big := p.oneAny || p.numel*int64(p.desc.DType.Size()) > lf.l2
-			if g := &p.oneG; big && int64(lf.sms*lf.smemBlocksPerSM) >= 2*g.nchunks {
+			if g := &p.oneG; int64(lf.sms*lf.smemBlocksPerSM) >= 2*g.nchunks {
 				L.tiles = L.tiles / L.nchunks * g.nchunks
 				L.chunk, L.nchunks = g.chunk, g.nchunks
 				ctr := a.Workspace.Slice(p.oneOff, 4*(1+L.tiles/L.nchunks))

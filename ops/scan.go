@@ -839,18 +839,20 @@ func (p *ScanBackward) Run(s *driver.Stream, a *ScanArgs) error {
 	if p.numel == 0 {
 		return nil
 	}
-	lf, err := p.kernel.resolve(s.Context())
-	if err != nil {
-		return err
-	}
+	// Each kernel is resolved (on first use, JIT-compiled) only once Run
+	// has chosen it, so a first Run compiles what it launches.
+	ctx := s.Context()
 	var L scanLayout
 	g := &p.geom
 	p.layout(a, &L, g)
 	if p.stripK != nil {
-		if blocks, ok := stripLayout(a, &L); ok {
+		// Strips fill a wave only where there are at least three
+		// quarters of a block per SM (stripFills): checked before the
+		// kernel is loaded.
+		if blocks, ok := stripLayout(a, &L); ok && (p.stripAll || 4*blocks >= 3*int64(deviceSMs(ctx))) {
 			// colstrip where the device has it, its shared memory fits
 			// and the strips fill one wave: no workspace, one launch.
-			slf, err := p.stripK.resolve(s.Context())
+			slf, err := p.stripK.resolve(ctx)
 			switch {
 			case err == nil && slf.smemBlocksPerSM > 0 && blocks <= maxGridX &&
 				(p.stripAll || stripFills(blocks, slf.sms, slf.smemBlocksPerSM)):
@@ -860,14 +862,21 @@ func (p *ScanBackward) Run(s *driver.Stream, a *ScanArgs) error {
 			}
 		}
 	}
+	var lf *loadedFunction
 	if p.pairK != nil && pairLayout(a, &L) {
 		// colpair where the device has it (compute capability 8.0 and up).
-		plf, err := p.pairK.resolve(s.Context())
+		plf, err := p.pairK.resolve(ctx)
 		switch {
 		case err == nil:
 			lf, g = plf, g.pair
 			L.setGeom(g)
 		case !errors.Is(err, errNoBuild):
+			return err
+		}
+	}
+	if lf == nil {
+		var err error
+		if lf, err = p.kernel.resolve(ctx); err != nil {
 			return err
 		}
 	}

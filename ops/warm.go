@@ -1,0 +1,133 @@
+package ops
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/baracuda-go/baracuda/driver"
+)
+
+// Plan is any backward plan of this package: *BinaryBackward,
+// *ReduceBackward, *ScanBackward, *LpPool1dBackward or *LpPool2dBackward.
+type Plan interface {
+	Kernel() KernelInfo
+	Precision() Precision
+	WorkspaceSize() int64
+	// kernelRefs lists every kernel the plan's Run may launch, whichever
+	// operands it is given.
+	kernelRefs() []*kernelRef
+}
+
+func (p *BinaryBackward) kernelRefs() []*kernelRef { return []*kernelRef{p.kernel} }
+
+func (p *ReduceBackward) kernelRefs() []*kernelRef {
+	return nonNil(p.rowK, p.colK, p.stats, p.apply, p.oneK, p.cluK, p.flatK, p.stripK, p.stripcK)
+}
+
+func (p *ScanBackward) kernelRefs() []*kernelRef { return nonNil(p.kernel, p.pairK, p.stripK) }
+
+func (p *LpPool1dBackward) kernelRefs() []*kernelRef { return nonNil(p.pl.kernels[:]...) }
+
+func (p *LpPool2dBackward) kernelRefs() []*kernelRef { return nonNil(p.pl.kernels[:]...) }
+
+func nonNil(refs ...*kernelRef) []*kernelRef {
+	out := make([]*kernelRef, 0, len(refs))
+	for _, k := range refs {
+		if k != nil {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// WarmOptions tunes Warm and WarmAll.
+type WarmOptions struct {
+	// Progress, when set, is called after each kernel is loaded with the
+	// kernels done so far and the total.
+	Progress func(done, total int)
+	// Shard and Shards, when Shards > 1, make WarmAll load only the
+	// kernels whose index in the library's table is Shard modulo Shards:
+	// so that several processes can fill the driver's JIT cache at once
+	// (`baracuda warm` does), each with its own share.
+	Shard, Shards int
+}
+
+// Warm loads into ctx every kernel that any of plans may launch, so that
+// no later Run in ctx waits for the driver's JIT compiler: at a server's
+// start, say, or before a Run is captured into a CUDA graph (the first
+// Run of a kernel loads it, which stream capture does not allow). It
+// loads every kernel a plan's Run may choose, whichever operands it is
+// later given, so it may load more than one Run uses. A kernel already
+// loaded in ctx costs nothing, and Warm is safe to call concurrently with
+// Runs and with itself.
+//
+// A kernel missing from the driver's JIT cache is compiled while the
+// driver holds a process-wide lock, which stalls every other launch of
+// the process (tens to hundreds of milliseconds a kernel, a second or two
+// for the largest), and compiles never overlap within a process: warm
+// before serving, or fill the cache ahead of time (`baracuda warm`, which
+// compiles in several processes at once).
+func Warm(ctx *driver.Context, opt WarmOptions, plans ...Plan) error {
+	var names []string
+	byName := map[string][]*kernelRef{}
+	for _, p := range plans {
+		if p == nil {
+			return errors.New("ops: Warm: a nil plan")
+		}
+		for _, k := range p.kernelRefs() {
+			if byName[k.name] == nil {
+				names = append(names, k.name)
+			}
+			byName[k.name] = append(byName[k.name], k)
+		}
+	}
+	for i, name := range names {
+		for _, k := range byName[name] {
+			if _, err := k.resolve(ctx); err != nil && !errors.Is(err, errNoBuild) {
+				return err
+			}
+		}
+		if opt.Progress != nil {
+			opt.Progress(i+1, len(names))
+		}
+	}
+	return nil
+}
+
+// WarmAll loads into ctx every kernel the library ships for ctx's device
+// (from the build a plan would take it from), or with opt.Shards > 1 its
+// share of them. It is what `baracuda selftest` and `baracuda warm` do; a
+// program that knows its plans warms just those with Warm.
+func WarmAll(ctx *driver.Context, opt WarmOptions) error {
+	if opt.Shards > 1 && (opt.Shard < 0 || opt.Shard >= opt.Shards) {
+		return fmt.Errorf("ops: WarmAll: shard %d of %d is out of range", opt.Shard, opt.Shards)
+	}
+	major, minor, err := ctx.Device().ComputeCapability()
+	if err != nil {
+		return err
+	}
+	if err := driver.CheckComputeCapability(major, minor, MinComputeMajor, MinComputeMinor); err != nil {
+		return err
+	}
+	type job struct{ module, name string }
+	var jobs []job
+	for i := range kernelTable {
+		if opt.Shards > 1 && i%opt.Shards != opt.Shard {
+			continue
+		}
+		k := &kernelTable[i]
+		if m := moduleFor(k, major, os.Getenv(BasePTXEnv) != ""); m != "" {
+			jobs = append(jobs, job{m, k.name})
+		}
+	}
+	for i, j := range jobs {
+		if _, err := loadKernel(ctx, j.module, j.name); err != nil {
+			return err
+		}
+		if opt.Progress != nil {
+			opt.Progress(i+1, len(jobs))
+		}
+	}
+	return nil
+}
