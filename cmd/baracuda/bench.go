@@ -109,8 +109,15 @@ func runBench(w io.Writer, args []string) error {
 	iters := fs.Int("iters", 20, "timed runs per case (the median is reported)")
 	device := fs.Int("device", 0, "GPU ordinal")
 	list := fs.Bool("list", false, "list the case names and exit")
+	coldstart := fs.Bool("coldstart", false, "instead: time the first Run of one plan per (family, op, dtype), each in a fresh\n"+
+		"process, where the driver JIT-compiles the kernels' PTX; once with the driver's JIT cache\n"+
+		"disabled (CUDA_CACHE_DISABLE=1: what a fresh host pays) and once from a warm private cache.\n"+
+		"-filter, -device, -json and -list apply, -iters does not")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *coldstart {
+		return runColdstart(w, *filter, *device, *asJSON, *list)
 	}
 	var cases []benchCase
 	for _, c := range benchCases {

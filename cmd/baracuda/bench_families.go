@@ -40,7 +40,10 @@ func init() {
 			benchCases = append(benchCases, benchCase{
 				name: fmt.Sprintf("lppool2d/p2/%s/32x64x128x128/k%ds2", dt.Suffix(), k), op: "lppool2d", dt: dt,
 				elems: lppoolElems(32*64, 128, 128, k, 2, 1),
-				setup: func(b *benchEnv) (func() error, error) { return setupLpPool2d(b, dt, k) },
+				setup: func(b *benchEnv) (func() error, error) {
+					return setupLpPool2d(b, ops.LpPool2dDesc{DType: dt, N: 32, C: 64, H: 128, W: 128,
+						KernelH: k, KernelW: k, StrideH: 2, StrideW: 2, P: 2})
+				},
 			})
 		}
 		benchCases = append(benchCases, benchCase{
@@ -187,13 +190,12 @@ func (b *benchEnv) lppoolArgs(dt dtype.DType, in, out []int) (*ops.LpPoolArgs, e
 		Y: ops.NewTensor(y, dt, out...), DX: ops.NewTensor(dx, dt, in...)}, nil
 }
 
-func setupLpPool2d(b *benchEnv, dt dtype.DType, k int) (func() error, error) {
-	plan, err := ops.NewLpPool2dBackward(ops.LpPool2dDesc{DType: dt, N: 32, C: 64, H: 128, W: 128,
-		KernelH: k, KernelW: k, StrideH: 2, StrideW: 2, P: 2})
+func setupLpPool2d(b *benchEnv, desc ops.LpPool2dDesc) (func() error, error) {
+	plan, err := ops.NewLpPool2dBackward(desc)
 	if err != nil {
 		return nil, err
 	}
-	args, err := b.lppoolArgs(dt, []int{32, 64, 128, 128}, plan.OutputShape())
+	args, err := b.lppoolArgs(desc.DType, []int{desc.N, desc.C, desc.H, desc.W}, plan.OutputShape())
 	if err != nil {
 		return nil, err
 	}

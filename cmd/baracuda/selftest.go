@@ -5,6 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"runtime"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -52,12 +55,19 @@ func runSelftest(w io.Writer, args []string) error {
 	defer env.Close()
 	name, _ := env.Ctx.Device().Name()
 	fmt.Fprintf(w, "\nGPU checks on %s (device %d):\n", name, *device)
+	if err := warmAll(w, env.Ctx, *device); err != nil {
+		return fmt.Errorf("loading the kernels: %w", err)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "kernel\tcases\telements\tmax ulp\tresult\t")
 	kernels := 0
 	start := time.Now()
-	for _, s := range conform.Suites() {
-		for _, r := range s.Run(env, !*full) {
+	results, err := runSuites(env, !*full)
+	if err != nil {
+		return err
+	}
+	for _, rs := range results {
+		for _, r := range rs {
 			kernels++
 			status := "pass"
 			if !r.OK() {
@@ -73,6 +83,59 @@ func runSelftest(w io.Writer, args []string) error {
 	tw.Flush()
 	fmt.Fprintf(w, "%d checks in %.1fs\n", kernels, time.Since(start).Seconds())
 	return failures(failed)
+}
+
+// runSuites runs the families' suites at once, each on a stream of its
+// own (the float64 reference of each case is computed on the host, one
+// core a family), and returns their results in family order.
+func runSuites(env *conform.Env, quick bool) ([][]conform.Result, error) {
+	suites := conform.Suites()
+	results := make([][]conform.Result, len(suites))
+	envs := make([]*conform.Env, len(suites))
+	for i := range suites {
+		e, err := env.WithStream()
+		if err != nil {
+			return nil, err
+		}
+		defer e.Close()
+		envs[i] = e
+	}
+	var wg sync.WaitGroup
+	for i, s := range suites {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i] = s.Run(envs[i], quick)
+		}()
+	}
+	wg.Wait()
+	return results, nil
+}
+
+// warmAll loads every kernel on ctx before the checks run and shows its
+// progress: on a host whose JIT cache is empty this is most of
+// selftest's time. Where the cache is on, worker processes fill it first
+// (the driver compiles one kernel at a time per process), and the loads
+// here come from it.
+func warmAll(w io.Writer, ctx *driver.Context, device int) error {
+	start := time.Now()
+	if cfg := resolveJITCache(os.LookupEnv, runtime.GOOS, homeDir()); cfg.Enabled {
+		if _, err := fillJITCache(device, defaultWarmProcs(), progressPrinter(w, "compiling kernels into the JIT cache", start)); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(w, "  the driver's JIT cache is off (%s=%s): compiling in this process, one kernel at a time\n", envCacheDisable, cfg.Disable)
+	}
+	loaded := 0
+	show := progressPrinter(w, "loading kernels", start)
+	err := ops.WarmAll(ctx, ops.WarmOptions{Progress: func(done, total int) {
+		loaded = done
+		show(done, total)
+	}})
+	if err == nil {
+		fmt.Fprintf(w, "  %d kernels loaded in %.1fs\n", loaded, time.Since(start).Seconds())
+	}
+	return err
 }
 
 func failures(n int) error {
