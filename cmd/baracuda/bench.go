@@ -131,17 +131,11 @@ func runBench(w io.Writer, args []string) error {
 		}
 		return nil
 	}
-	if err := driver.Load(); err != nil {
-		return err
-	}
-	dev, err := driver.GetDevice(*device)
+	ctx, err := openContext(*device)
 	if err != nil {
 		return err
 	}
-	ctx, err := dev.Context()
-	if err != nil {
-		return err
-	}
+	dev := ctx.Device()
 	stream, err := ctx.NewStream()
 	if err != nil {
 		return err
@@ -313,6 +307,19 @@ func (t *timer) copyBandwidth() (float64, error) {
 		return 0, err
 	}
 	return 2 * size / us / 1e3, nil
+}
+
+// openContext loads the driver and returns the primary context of GPU
+// device.
+func openContext(device int) (*driver.Context, error) {
+	if err := driver.Load(); err != nil {
+		return nil, err
+	}
+	dev, err := driver.GetDevice(device)
+	if err != nil {
+		return nil, err
+	}
+	return dev.Context()
 }
 
 func round1(v float64) float64 { return float64(int64(v*10+0.5)) / 10 }

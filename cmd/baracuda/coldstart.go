@@ -237,14 +237,7 @@ func runColdstartChild(w io.Writer, args []string) error {
 // coldInit loads the driver and makes the device's primary context current
 // with a stream: the fixed cost of a process before its first Run.
 func coldInit(device int) (*driver.Context, *driver.Stream, error) {
-	if err := driver.Load(); err != nil {
-		return nil, nil, err
-	}
-	dev, err := driver.GetDevice(device)
-	if err != nil {
-		return nil, nil, err
-	}
-	ctx, err := dev.Context()
+	ctx, err := openContext(device)
 	if err != nil {
 		return nil, nil, err
 	}

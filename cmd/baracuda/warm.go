@@ -143,14 +143,7 @@ func runJITWorker(w io.Writer, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if err := driver.Load(); err != nil {
-		return err
-	}
-	dev, err := driver.GetDevice(*device)
-	if err != nil {
-		return err
-	}
-	ctx, err := dev.Context()
+	ctx, err := openContext(*device)
 	if err != nil {
 		return err
 	}
