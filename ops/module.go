@@ -77,21 +77,18 @@ func loadKernel(ctx *driver.Context, module, name string) (*driver.Function, err
 	return l.fn, l.err
 }
 
-// kernelSource gives a kernel's PTX to compileKernel (a variable so that a
-// test can make each compile unique, past the driver's JIT cache).
-var kernelSource = kernelPTX
-
 // compileKernel loads one kernel's module into ctx: the driver
 // JIT-compiles its PTX inside cuModuleLoadDataEx, or takes the machine
-// code from its JIT cache. The driver holds a lock of its own for the
-// whole compile: launches and synchronizes elsewhere in the process wait
-// for it, and two compiles never overlap (measured on an H100 with driver
-// 580: a 1.6 s compile stalled a concurrent memset-and-synchronize loop for
-// 1.6 s, and 16 threads compiled no faster than one). Warm, or a JIT cache
-// filled beforehand (`baracuda warm`), keeps compiles out of the way.
-// It is a variable so that a test can stand in for the driver.
+// code from its JIT cache. The driver holds a process-wide lock of its own
+// for the whole compile: launches and synchronizes elsewhere in the
+// process wait for it, and two compiles never overlap (docs/benchmarks.md,
+// the cold-start section). Warm, or a JIT cache filled beforehand
+// (`baracuda warm`, whose worker processes compile in parallel), keeps
+// compiles out of the way. The driver's linker would compile without that
+// lock, but its relocatable code is slower. compileKernel is a variable
+// so that a test can stand in for the driver.
 var compileKernel = func(ctx *driver.Context, module, name string) (*driver.Function, error) {
-	src, err := kernelSource(module, name)
+	src, err := kernelPTX(module, name)
 	if err != nil {
 		return nil, err
 	}
