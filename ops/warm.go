@@ -110,17 +110,7 @@ func WarmAll(ctx *driver.Context, opt WarmOptions) error {
 	if err := driver.CheckComputeCapability(major, minor, MinComputeMajor, MinComputeMinor); err != nil {
 		return err
 	}
-	type job struct{ module, name string }
-	var jobs []job
-	for i := range kernelTable {
-		if opt.Shards > 1 && i%opt.Shards != opt.Shard {
-			continue
-		}
-		k := &kernelTable[i]
-		if m := moduleFor(k, major, os.Getenv(BasePTXEnv) != ""); m != "" {
-			jobs = append(jobs, job{m, k.name})
-		}
-	}
+	jobs := warmJobs(major, os.Getenv(BasePTXEnv) != "", opt)
 	for i, j := range jobs {
 		if _, err := loadKernel(ctx, j.module, j.name); err != nil {
 			return err
@@ -130,4 +120,24 @@ func WarmAll(ctx *driver.Context, opt WarmOptions) error {
 		}
 	}
 	return nil
+}
+
+// warmJob is one kernel WarmAll loads, from the module a plan takes it from.
+type warmJob struct{ module, name string }
+
+// warmJobs lists the kernels WarmAll loads on a device of compute
+// capability major: every kernel some build holds for it, or opt's shard
+// of them.
+func warmJobs(major int, baseOnly bool, opt WarmOptions) []warmJob {
+	var jobs []warmJob
+	for i := range kernelTable {
+		if opt.Shards > 1 && i%opt.Shards != opt.Shard {
+			continue
+		}
+		k := &kernelTable[i]
+		if m := moduleFor(k, major, baseOnly); m != "" {
+			jobs = append(jobs, warmJob{m, k.name})
+		}
+	}
+	return jobs
 }
