@@ -73,6 +73,14 @@ func fillJITCache(device, procs int, progress func(done, total int)) (int, error
 	if err != nil {
 		return 0, fmt.Errorf("finding this executable to run the JIT workers: %w", err)
 	}
+	return runJITWorkers(procs, func(i int) *exec.Cmd {
+		return exec.Command(exe, "jit-worker", "-device", strconv.Itoa(device), "-shard", strconv.Itoa(i), "-shards", strconv.Itoa(procs))
+	}, progress)
+}
+
+// runJITWorkers runs the procs commands worker(i) at once and adds up
+// what they report (see runJITWorker).
+func runJITWorkers(procs int, worker func(i int) *exec.Cmd, progress func(done, total int)) (int, error) {
 	var (
 		mu          sync.Mutex
 		done, total int
@@ -81,7 +89,7 @@ func fillJITCache(device, procs int, progress func(done, total int)) (int, error
 		errs        = make([]error, procs)
 	)
 	for i := 0; i < procs; i++ {
-		cmd := exec.Command(exe, "jit-worker", "-device", strconv.Itoa(device), "-shard", strconv.Itoa(i), "-shards", strconv.Itoa(procs))
+		cmd := worker(i)
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		out, err := cmd.StdoutPipe()
