@@ -29,7 +29,7 @@ import (
 func runWarm(w io.Writer, args []string) error {
 	fs := flag.NewFlagSet("warm", flag.ContinueOnError)
 	device := fs.Int("device", 0, "GPU ordinal")
-	procs := fs.Int("procs", defaultWarmProcs(), "worker processes compiling at once")
+	procs := fs.Int("procs", 0, "worker processes compiling at once (0: one per core, at most 16 and one per GiB of GPU memory)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -37,14 +37,18 @@ func runWarm(w io.Writer, args []string) error {
 	if !cfg.Enabled {
 		return fmt.Errorf("warm: the driver's JIT cache is disabled (%s=%s), so there is nothing to fill", envCacheDisable, cfg.Disable)
 	}
-	if *procs < 1 {
-		return fmt.Errorf("warm: -procs %d must be at least 1", *procs)
+	if *procs < 0 {
+		return fmt.Errorf("warm: -procs %d must be at least 1 (or 0 for the default)", *procs)
 	}
 	if err := driver.Load(); err != nil {
 		return err
 	}
-	if _, err := driver.GetDevice(*device); err != nil {
+	dev, err := driver.GetDevice(*device)
+	if err != nil {
 		return err
+	}
+	if *procs == 0 {
+		*procs = defaultWarmProcs(dev)
 	}
 	fmt.Fprintf(w, "filling the JIT cache at %s with %d worker processes\n", cfg.Dir, *procs)
 	start := time.Now()
@@ -56,8 +60,16 @@ func runWarm(w io.Writer, args []string) error {
 	return nil
 }
 
-// defaultWarmProcs is one worker per core, at most 16.
-func defaultWarmProcs() int { return min(runtime.NumCPU(), 16) }
+// defaultWarmProcs is one worker per core, at most 16, and at most one per
+// GiB of the device's memory: each worker process holds a context of its
+// own on the GPU, a few hundred MiB.
+func defaultWarmProcs(dev *driver.Device) int {
+	n := min(runtime.NumCPU(), 16)
+	if mem, err := dev.TotalMem(); err == nil {
+		n = min(n, int(max(mem>>30, 1)))
+	}
+	return n
+}
 
 func homeDir() string {
 	h, _ := os.UserHomeDir()
