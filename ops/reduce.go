@@ -93,8 +93,10 @@ func (op ReduceOp) provisional() bool {
 type ReduceDesc struct {
 	Op    ReduceOp
 	DType dtype.DType
-	// Shape is the forward input's shape (rank 1..8); x and dx have it, dy
-	// and y have it with the axis set to 1 (keepdim form).
+	// Shape is the forward input's shape (rank 1..8); x and dx have it. dy
+	// and y have it either with the axis set to 1 (keepdim=True) or with
+	// the axis removed (keepdim=False, PyTorch's default: torch.sum(x,
+	// dim) drops dim); both forms name the same memory.
 	Shape []int
 	// Axis is the reduced axis, in -rank..rank-1; negative values count
 	// from the end as in Python.
@@ -107,8 +109,9 @@ type ReduceDesc struct {
 }
 
 // ReduceArgs are the operands of one Run. X and Y (the saved input and the
-// saved keepdim output) are required by every op except Sum and Mean, which
-// ignore them. DX must not share memory with DY, X or Y. Workspace must
+// saved output) are required by every op except Sum and Mean, which ignore
+// them. DY and Y may each take either shape of the forward's output:
+// KeepdimShape (the axis kept as 1) or ReducedShape (the axis removed). DX must not share memory with DY, X or Y. Workspace must
 // hold WorkspaceSize() bytes, 16-byte aligned, when that is not 0; its
 // contents need no initialization.
 type ReduceArgs struct {
@@ -125,6 +128,7 @@ type ReduceBackward struct {
 	desc     ReduceDesc
 	shape    []int // input shape
 	keep     []int // keepdim shape
+	reduced  []int // the input shape without the axis (keepdim=False)
 	axis     int   // normalized
 	numel    int64
 	k        int64 // reduced axis length
@@ -680,6 +684,7 @@ func NewReduceBackward(desc ReduceDesc) (*ReduceBackward, error) {
 	p.desc.Shape = p.shape
 	p.keep = append([]int(nil), desc.Shape...)
 	p.keep[axis] = 1
+	p.reduced = append(append([]int{}, desc.Shape[:axis]...), desc.Shape[axis+1:]...)
 	type kref struct {
 		variant string
 		ref     **kernelRef
@@ -851,9 +856,23 @@ func (p *ReduceBackward) Desc() ReduceDesc {
 	return d
 }
 
-// KeepdimShape is the shape of dy and y: the input shape with the reduced
-// axis set to 1.
+// KeepdimShape is a shape dy and y may have: the input shape with the
+// reduced axis set to 1 (PyTorch's keepdim=True).
 func (p *ReduceBackward) KeepdimShape() []int { return append([]int(nil), p.keep...) }
+
+// ReducedShape is the other shape dy and y may have: the input shape
+// without the reduced axis (PyTorch's default, keepdim=False; for a rank-1
+// input, a 0-d tensor).
+func (p *ReduceBackward) ReducedShape() []int { return append([]int{}, p.reduced...) }
+
+// keptStride is the stride of dim d of the input shape in a dy or y given
+// in either form (for the reduced form, d is not the axis).
+func (p *ReduceBackward) keptStride(t *Tensor, d int) int64 {
+	if len(t.Shape) == len(p.shape) || d < p.axis {
+		return t.strideOf(d)
+	}
+	return t.strideOf(d - 1)
+}
 
 // operand validates one tensor, restating a shape mismatch with what the
 // shape must be.
@@ -861,12 +880,15 @@ func (p *ReduceBackward) operand(field string, t *Tensor, role tensorRole, keep 
 	shape := p.shape
 	if keep {
 		shape = p.keep
+		if len(t.Shape) == len(p.reduced) {
+			shape = p.reduced
+		}
 	}
 	err := p.id.checkTensor(field, t, role, p.desc.DType, shape)
 	if errors.Is(err, ErrShape) {
 		if keep {
-			return p.id.errorf(ErrShape, "%s shape %v must equal %v (the input shape %v with axis %d set to 1)",
-				field, t.Shape, p.keep, p.shape, p.axis)
+			return p.id.errorf(ErrShape, "%s shape %v must equal %v (the input shape %v with axis %d set to 1, keepdim=True) or %v (axis %d removed, keepdim=False)",
+				field, t.Shape, p.keep, p.shape, p.axis, p.reduced, p.axis)
 		}
 		return p.id.errorf(ErrShape, "%s shape %v must equal the input shape %v", field, t.Shape, p.shape)
 	}
@@ -970,7 +992,7 @@ func (p *ReduceBackward) layout(a *ReduceArgs, L *reduceLayout) {
 		dim[n] = int64(sz)
 		for i, t := range ts {
 			if t != nil {
-				st[i][n] = t.strideOf(d)
+				st[i][n] = p.keptStride(t, d) // for x and dx, strideOf(d)
 			}
 		}
 		// Insertion by ref's stride, largest first (stable for ties).

@@ -328,8 +328,14 @@ func TestReduceCheck(t *testing.T) {
 		{"dtype x", vr, func(a *ReduceArgs) { a.X.DType = dtype.F64 }, ErrDType, "x dtype f64 must be f32"},
 		{"dtype dx", vr, func(a *ReduceArgs) { a.DX.DType = dtype.BF16 }, ErrDType, "dx dtype bf16 must be f32"},
 		{"dy not keepdim", vr, func(a *ReduceArgs) { a.DY.Shape = []int{4, 7, 9} }, ErrShape,
-			"dy shape [4 7 9] must equal [4 1 9] (the input shape [4 7 9] with axis 1 set to 1)"},
-		{"dy squeezed", vr, func(a *ReduceArgs) { a.DY.Shape = []int{4, 9} }, ErrShape, "dy shape [4 9] must equal [4 1 9]"},
+			"dy shape [4 7 9] must equal [4 1 9] (the input shape [4 7 9] with axis 1 set to 1, keepdim=True) or [4 9] (axis 1 removed, keepdim=False)"},
+		{"dy reduced", vr, func(a *ReduceArgs) { a.DY.Shape = []int{4, 9} }, nil, ""},
+		{"dy and y reduced, strided", vr, func(a *ReduceArgs) {
+			a.DY.Shape, a.DY.Strides, a.DY.Buf.Size = []int{4, 9}, []int{1, 4}, 4*36
+			a.Y.Shape = []int{4, 9}
+		}, nil, ""},
+		{"dy reduced wrongly", vr, func(a *ReduceArgs) { a.DY.Shape = []int{4, 7} }, ErrShape, "dy shape [4 7] must equal [4 1 9]"},
+		{"y reduced, short", vr, func(a *ReduceArgs) { a.Y.Shape, a.Y.Buf.Size = []int{4, 9}, 4*35 }, ErrBufferTooSmall, "y needs 144 bytes"},
 		{"y shape", vr, func(a *ReduceArgs) { a.Y.Shape = []int{1, 7, 9} }, ErrShape, "y shape [1 7 9] must equal [4 1 9]"},
 		{"x shape", vr, func(a *ReduceArgs) { a.X.Shape = []int{4, 1, 9} }, ErrShape, "x shape [4 1 9] must equal the input shape [4 7 9]"},
 		{"dx shape", vr, func(a *ReduceArgs) { a.DX.Shape = []int{4, 9, 7} }, ErrShape, "dx shape [4 9 7] must equal the input shape [4 7 9]"},
@@ -932,4 +938,55 @@ func TestReduceStripPlan(t *testing.T) {
 	if p.stripOn() || p.stripK != nil || p.stripcK != nil {
 		t.Errorf("bf16 [1000 600]: strip on %v, want off", p.stripOn())
 	}
+}
+
+// TestReduceReducedFormLayout: dy and y given without the reduced axis
+// (keepdim=False) give the kernels the same layout as the keepdim form of
+// the same memory, contiguous or strided, for every axis, down to a rank-1
+// input whose dy and y are 0-d.
+func TestReduceReducedFormLayout(t *testing.T) {
+	for _, c := range []struct {
+		shape []int
+		axis  int
+	}{{[]int{4, 7, 9}, 0}, {[]int{4, 7, 9}, 1}, {[]int{4, 7, 9}, 2}, {[]int{3, 1, 5, 2}, 2}, {[]int{33}, 0}} {
+		for _, op := range []ReduceOp{ReduceSum, ReduceMax, ReduceStd} {
+			p, err := NewReduceBackward(ReduceDesc{Op: op, DType: dtype.F32, Shape: c.shape, Axis: c.axis, Correction: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := p.ReducedShape(); len(got) != len(c.shape)-1 {
+				t.Fatalf("%v axis %d: reduced shape %v", c.shape, c.axis, got)
+			}
+			for _, strided := range []bool{false, true} {
+				kept := redArgs(p)
+				red := kept
+				red.DY.Shape, red.Y.Shape = p.ReducedShape(), p.ReducedShape()
+				if strided {
+					// Column-major dy and y, in both forms.
+					kept.DY.Strides, red.DY.Strides = colMajor(p.KeepdimShape()), colMajor(p.ReducedShape())
+					kept.Y.Strides, red.Y.Strides = kept.DY.Strides, red.DY.Strides
+				}
+				if err := p.Check(&red); err != nil {
+					t.Fatalf("%v axis %d %s strided %v: %v", c.shape, c.axis, op, strided, err)
+				}
+				var lk, lr reduceLayout
+				p.layout(&kept, &lk)
+				p.layout(&red, &lr)
+				if lk != lr {
+					t.Errorf("%v axis %d %s strided %v: layout %+v, keepdim form %+v", c.shape, c.axis, op, strided, lr, lk)
+				}
+			}
+		}
+	}
+}
+
+// colMajor is the column-major strides of shape.
+func colMajor(shape []int) []int {
+	st := make([]int, len(shape))
+	n := 1
+	for d := range shape {
+		st[d] = n
+		n *= shape[d]
+	}
+	return st
 }

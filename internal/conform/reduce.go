@@ -484,6 +484,14 @@ func (e *Env) runReduceCase(plan *ops.ReduceBackward, c ReduceCase, axis int, rn
 	}
 	var first []float64
 	for run := 0; run < 2; run++ {
+		if run == 1 {
+			// The second run gives dy and y in the reduced form
+			// (keepdim=False) over the same memory: the same bits.
+			args.DY = withoutAxis(args.DY, axis, plan.ReducedShape())
+			if saved {
+				args.Y = withoutAxis(args.Y, axis, plan.ReducedShape())
+			}
+		}
 		if err := plan.Run(e.Stream, &args); err != nil {
 			return fmt.Errorf("Run: %w", err)
 		}
@@ -630,4 +638,14 @@ func vectorMatch(dt dtype.DType, got, want float64, row []float64) bool {
 		}
 	}
 	return math.Abs(got-w) <= 4*dtype.Epsilon(dt)*scale
+}
+
+// withoutAxis is t, an operand in the keepdim shape, seen with the reduced
+// axis removed: the same memory.
+func withoutAxis(t ops.Tensor, axis int, reduced []int) ops.Tensor {
+	t.Shape = reduced
+	if t.Strides != nil {
+		t.Strides = append(append([]int{}, t.Strides[:axis]...), t.Strides[axis+1:]...)
+	}
+	return t
 }
