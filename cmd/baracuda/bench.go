@@ -113,8 +113,11 @@ func runBench(w io.Writer, args []string) error {
 		"process, where the driver JIT-compiles the kernels' PTX; once with the driver's JIT cache\n"+
 		"disabled (CUDA_CACHE_DISABLE=1: what a fresh host pays) and once from a warm private cache.\n"+
 		"-filter, -device, -json and -list apply, -iters does not")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(w, fs, args); err != nil {
 		return err
+	}
+	if *iters < 1 {
+		return usageError{fmt.Errorf("-iters %d: at least one timed run is needed", *iters)}
 	}
 	if *coldstart {
 		return runColdstart(w, *filter, *device, *asJSON, *list)

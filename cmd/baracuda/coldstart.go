@@ -181,7 +181,7 @@ func runColdstartChild(w io.Writer, args []string) error {
 	all := fs.Bool("all", false, "run every case whose name contains -filter, in this one process")
 	filter := fs.String("filter", "", "with -all: run only cases whose name contains this")
 	device := fs.Int("device", 0, "GPU ordinal")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(w, fs, args); err != nil {
 		return err
 	}
 	var cases []coldCase

@@ -15,7 +15,7 @@ const minCCMajor, minCCMinor = ops.MinComputeMajor, ops.MinComputeMinor
 
 func runInfo(w io.Writer, args []string) error {
 	fs := flag.NewFlagSet("info", flag.ContinueOnError)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(w, fs, args); err != nil {
 		return err
 	}
 	driverVersion := 0

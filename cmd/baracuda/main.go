@@ -9,7 +9,10 @@
 package main
 
 import (
+	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"os"
 )
 
@@ -22,36 +25,87 @@ commands:
   warm       fill the driver's JIT cache with every kernel for this GPU, in
              parallel, so that no program's first Run waits for the compiler
   bench      time every benchmark case; see 'baracuda bench -h'
+  version    the module version, Go version, PTX ISA and the nvcc that made it
+  help CMD   a command's flags
 `
 
-func main() {
-	if len(os.Args) < 2 {
-		fmt.Fprint(os.Stderr, usage)
-		os.Exit(2)
+// commands are the user's commands, and the hidden ones that baracuda
+// runs as its own child processes.
+var commands = map[string]func(io.Writer, []string) error{
+	"info":     runInfo,
+	"selftest": runSelftest,
+	"bench":    runBench,
+	"warm":     runWarm,
+	"version":  runVersion,
+	// Not for users: bench -coldstart's child process, and a worker
+	// process of warm and selftest.
+	coldChildCommand: runColdstartChild,
+	"jit-worker":     runJITWorker,
+}
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+// run runs one command line and returns the exit status: 0, 1 for a
+// failure, 2 for a usage error.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
 	}
-	var err error
-	switch os.Args[1] {
-	case "info":
-		err = runInfo(os.Stdout, os.Args[2:])
-	case "selftest":
-		err = runSelftest(os.Stdout, os.Args[2:])
-	case "bench":
-		err = runBench(os.Stdout, os.Args[2:])
-	case "warm":
-		err = runWarm(os.Stdout, os.Args[2:])
-	case coldChildCommand: // bench -coldstart's child process, not for users
-		err = runColdstartChild(os.Stdout, os.Args[2:])
-	case "jit-worker": // a worker process of warm and selftest, not for users
-		err = runJITWorker(os.Stdout, os.Args[2:])
-	case "-h", "-help", "--help", "help":
-		fmt.Print(usage)
-		return
+	name, rest := args[0], args[1:]
+	switch name {
+	case "-h", "-help", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	case "help":
+		if len(rest) == 0 {
+			fmt.Fprint(stdout, usage)
+			return 0
+		}
+		name, rest = rest[0], []string{"-h"}
+	}
+	cmd, ok := commands[name]
+	if !ok {
+		fmt.Fprintf(stderr, "baracuda: unknown command %q\n\n%s", name, usage)
+		return 2
+	}
+	err := cmd(stdout, rest)
+	var uerr usageError
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &uerr):
+		fmt.Fprintf(stderr, "baracuda %s: %v\n", name, err)
+		return 2
 	default:
-		fmt.Fprintf(os.Stderr, "baracuda: unknown command %q\n\n%s", os.Args[1], usage)
-		os.Exit(2)
+		fmt.Fprintln(stderr, "baracuda:", err)
+		return 1
 	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "baracuda:", err)
-		os.Exit(1)
+}
+
+// usageError is a command line the command cannot take: a bad flag or
+// value, or an argument it does not expect.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+// parseFlags parses a command's flags and rejects anything after them.
+// -h writes the command's flags to w (its standard output); a bad flag is
+// a usageError, which main reports.
+func parseFlags(w io.Writer, fs *flag.FlagSet, args []string) error {
+	fs.SetOutput(io.Discard)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(w, "usage: baracuda %s [flags]\n\nflags:\n", fs.Name())
+			fs.SetOutput(w)
+			fs.PrintDefaults()
+			return err
+		}
+		return usageError{fmt.Errorf("%v (see 'baracuda help %s')", err, fs.Name())}
 	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("unexpected argument %q (flags come as -name value; see 'baracuda help %s')", fs.Arg(0), fs.Name())}
+	}
+	return nil
 }

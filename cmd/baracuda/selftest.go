@@ -21,7 +21,7 @@ func runSelftest(w io.Writer, args []string) error {
 	fs := flag.NewFlagSet("selftest", flag.ContinueOnError)
 	full := fs.Bool("full", false, "run the full GPU test cases instead of the quick set")
 	device := fs.Int("device", 0, "GPU ordinal")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(w, fs, args); err != nil {
 		return err
 	}
 	failed := 0

@@ -30,7 +30,7 @@ func runWarm(w io.Writer, args []string) error {
 	fs := flag.NewFlagSet("warm", flag.ContinueOnError)
 	device := fs.Int("device", 0, "GPU ordinal")
 	procs := fs.Int("procs", 0, "worker processes compiling at once (0: one per core, at most 16 and one per GiB of GPU memory)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(w, fs, args); err != nil {
 		return err
 	}
 	cfg := resolveJITCache(os.LookupEnv, runtime.GOOS, homeDir())
@@ -38,7 +38,7 @@ func runWarm(w io.Writer, args []string) error {
 		return fmt.Errorf("warm: the driver's JIT cache is disabled (%s=%s), so there is nothing to fill", envCacheDisable, cfg.Disable)
 	}
 	if *procs < 0 {
-		return fmt.Errorf("warm: -procs %d must be at least 1 (or 0 for the default)", *procs)
+		return usageError{fmt.Errorf("-procs %d must be at least 1 (or 0 for the default)", *procs)}
 	}
 	if err := driver.Load(); err != nil {
 		return err
@@ -160,7 +160,7 @@ func runJITWorker(w io.Writer, args []string) error {
 	device := fs.Int("device", 0, "GPU ordinal")
 	shard := fs.Int("shard", 0, "this worker's share")
 	shards := fs.Int("shards", 1, "workers in all")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(w, fs, args); err != nil {
 		return err
 	}
 	ctx, err := openContext(*device)

@@ -1,0 +1,40 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// TestRunExitStatus: help exits 0 with the usage, a command line the
+// command cannot take exits 2 and says why, and no case panics.
+func TestRunExitStatus(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		code int
+		out  string // in stdout or stderr
+	}{
+		{nil, 2, "usage: baracuda"},
+		{[]string{"-h"}, 0, "usage: baracuda"},
+		{[]string{"help"}, 0, "commands:"},
+		{[]string{"help", "bench"}, 0, "-iters"},
+		{[]string{"bench", "-h"}, 0, "-filter"},
+		{[]string{"frobnicate"}, 2, `unknown command "frobnicate"`},
+		{[]string{"help", "frobnicate"}, 2, `unknown command "frobnicate"`},
+		{[]string{"bench", "-iters", "0"}, 2, "-iters 0: at least one timed run"},
+		{[]string{"bench", "-iters", "-3", "-list"}, 2, "-iters -3"},
+		{[]string{"bench", "-list", "extra"}, 2, `unexpected argument "extra"`},
+		{[]string{"bench", "-nosuchflag"}, 2, "flag provided but not defined"},
+		{[]string{"warm", "-procs", "-1"}, 2, "-procs -1"},
+		{[]string{"version"}, 0, "PTX ISA 7.8 from nvcc 11.8"},
+		{[]string{"version", "x"}, 2, `unexpected argument "x"`},
+		{[]string{"bench", "-list", "-filter", "reduce/sum/f32"}, 0, "reduce/sum/f32/4096x4096/axis1"},
+	} {
+		var out, errOut bytes.Buffer
+		code := run(c.args, &out, &errOut)
+		all := out.String() + errOut.String()
+		if code != c.code || !strings.Contains(all, c.out) {
+			t.Errorf("baracuda %v: exit %d, want %d; output lacks %q:\n%s", c.args, code, c.code, c.out, all)
+		}
+	}
+}
