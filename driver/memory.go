@@ -120,20 +120,26 @@ func (c *Context) Memset32(dst Buffer, v uint32) error {
 	return cuMemsetD32.do(uintptr(dst.Addr), uintptr(v), uintptr(dst.Size/4))
 }
 
-// CopyToDevice copies the elements of src to the start of dst. T must be a
-// plain value type (numbers, or arrays and structs of them).
-func CopyToDevice[T any](c *Context, dst Buffer, src []T) error {
+// Element is a host element type that device memory can hold as it is:
+// a fixed-size number. f16 and bf16 data is []uint16 (see package dtype
+// for the conversions).
+type Element interface {
+	~int8 | ~uint8 | ~int16 | ~uint16 | ~int32 | ~uint32 | ~int64 | ~uint64 |
+		~float32 | ~float64 | ~complex64 | ~complex128
+}
+
+// CopyToDevice copies the elements of src to the start of dst.
+func CopyToDevice[T Element](c *Context, dst Buffer, src []T) error {
 	return c.CopyHtoD(dst, asBytes(src))
 }
 
-// CopyFromDevice fills dst with elements read from the start of src. T must
-// be a plain value type.
-func CopyFromDevice[T any](c *Context, dst []T, src Buffer) error {
+// CopyFromDevice fills dst with elements read from the start of src.
+func CopyFromDevice[T Element](c *Context, dst []T, src Buffer) error {
 	return c.CopyDtoH(asBytes(dst), src)
 }
 
 // asBytes views the memory of s as bytes.
-func asBytes[T any](s []T) []byte {
+func asBytes[T Element](s []T) []byte {
 	if len(s) == 0 {
 		return nil
 	}

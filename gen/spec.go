@@ -3,7 +3,7 @@ package main
 import (
 	"slices"
 
-	"github.com/baracuda-go/baracuda/internal/dtype"
+	"github.com/baracuda-go/baracuda/dtype"
 )
 
 // The spec table: every kernel the library ships is one (family, op, dtype,

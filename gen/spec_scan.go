@@ -1,6 +1,6 @@
 package main
 
-import "github.com/baracuda-go/baracuda/internal/dtype"
+import "github.com/baracuda-go/baracuda/dtype"
 
 // scanFamily: single-axis scan backward (cumsum, cumprod, cummax, cummin,
 // logcumsumexp). Two variants share the ABI: "row" for a scan along the

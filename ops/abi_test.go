@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/baracuda-go/baracuda/driver"
-	"github.com/baracuda-go/baracuda/internal/dtype"
+	"github.com/baracuda-go/baracuda/dtype"
 )
 
 // abiPackers holds, per family, a call of the family's real packing code

@@ -6,7 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/baracuda-go/baracuda/driver"
-	"github.com/baracuda-go/baracuda/internal/dtype"
+	"github.com/baracuda-go/baracuda/dtype"
 )
 
 // BinaryOp is a two-input elementwise op whose backward BinaryBackward computes.

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/baracuda-go/baracuda/driver"
-	"github.com/baracuda-go/baracuda/internal/dtype"
+	"github.com/baracuda-go/baracuda/dtype"
 )
 
 // fakeTensor is a contiguous tensor over a made-up device address: Check

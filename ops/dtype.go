@@ -1,8 +1,8 @@
 package ops
 
-import "github.com/baracuda-go/baracuda/internal/dtype"
+import "github.com/baracuda-go/baracuda/dtype"
 
-// DType is a tensor's element type. It is internal/dtype.DType, re-exported
+// DType is a tensor's element type. It is dtype.DType, re-exported
 // so that code outside this module can name it.
 type DType = dtype.DType
 

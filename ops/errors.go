@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/baracuda-go/baracuda/internal/dtype"
+	"github.com/baracuda-go/baracuda/dtype"
 )
 
 // Sentinel errors. Every error a plan returns for bad input wraps exactly

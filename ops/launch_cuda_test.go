@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/baracuda-go/baracuda/driver"
-	"github.com/baracuda-go/baracuda/internal/dtype"
+	"github.com/baracuda-go/baracuda/dtype"
 )
 
 // deviceContext is the primary context of GPU 0.

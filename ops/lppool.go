@@ -8,7 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/baracuda-go/baracuda/driver"
-	"github.com/baracuda-go/baracuda/internal/dtype"
+	"github.com/baracuda-go/baracuda/dtype"
 )
 
 // LP pool backward (torch.nn.functional.lp_pool1d / lp_pool2d), PyTorch's

@@ -10,7 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/baracuda-go/baracuda/driver"
-	"github.com/baracuda-go/baracuda/internal/dtype"
+	"github.com/baracuda-go/baracuda/dtype"
 	"github.com/baracuda-go/baracuda/internal/ref"
 )
 

@@ -1,6 +1,6 @@
 package ops
 
-import "github.com/baracuda-go/baracuda/internal/dtype"
+import "github.com/baracuda-go/baracuda/dtype"
 
 // KernelInfo identifies the kernel a plan launches.
 type KernelInfo struct {

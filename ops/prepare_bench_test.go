@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/baracuda-go/baracuda/driver"
-	"github.com/baracuda-go/baracuda/internal/dtype"
+	"github.com/baracuda-go/baracuda/dtype"
 )
 
 // BenchmarkBinaryPrepare is the Go share of a warm Run without the driver

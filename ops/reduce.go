@@ -8,7 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/baracuda-go/baracuda/driver"
-	"github.com/baracuda-go/baracuda/internal/dtype"
+	"github.com/baracuda-go/baracuda/dtype"
 )
 
 // ReduceOp is a single-axis reduction whose backward ReduceBackward

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/baracuda-go/baracuda/driver"
+	"github.com/baracuda-go/baracuda/dtype"
 	"github.com/baracuda-go/baracuda/internal/conform"
-	"github.com/baracuda-go/baracuda/internal/dtype"
 	"github.com/baracuda-go/baracuda/ops"
 )
 

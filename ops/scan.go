@@ -8,7 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/baracuda-go/baracuda/driver"
-	"github.com/baracuda-go/baracuda/internal/dtype"
+	"github.com/baracuda-go/baracuda/dtype"
 )
 
 // Single-axis scan backward (torch.cumsum, cumprod, cummax, cummin,

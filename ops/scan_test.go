@@ -11,7 +11,7 @@ import (
 	"unsafe"
 
 	"github.com/baracuda-go/baracuda/driver"
-	"github.com/baracuda-go/baracuda/internal/dtype"
+	"github.com/baracuda-go/baracuda/dtype"
 )
 
 func init() {

@@ -3,7 +3,7 @@ package ops
 import (
 	"slices"
 
-	"github.com/baracuda-go/baracuda/internal/dtype"
+	"github.com/baracuda-go/baracuda/dtype"
 	"github.com/baracuda-go/baracuda/internal/naming"
 )
 

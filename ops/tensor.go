@@ -2,7 +2,7 @@ package ops
 
 import (
 	"github.com/baracuda-go/baracuda/driver"
-	"github.com/baracuda-go/baracuda/internal/dtype"
+	"github.com/baracuda-go/baracuda/dtype"
 )
 
 // MaxRank is the highest tensor rank any plan accepts.

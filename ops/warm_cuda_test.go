@@ -5,7 +5,7 @@ package ops
 import (
 	"testing"
 
-	"github.com/baracuda-go/baracuda/internal/dtype"
+	"github.com/baracuda-go/baracuda/dtype"
 )
 
 // TestWarmLoadsEveryKernel: after Warm, every kernel a plan may launch is

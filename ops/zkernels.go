@@ -2,7 +2,7 @@
 
 package ops
 
-import "github.com/baracuda-go/baracuda/internal/dtype"
+import "github.com/baracuda-go/baracuda/dtype"
 
 // kernelTable lists every kernel in the embedded PTX modules, in spec order.
 var kernelTable = [...]kernelRow{

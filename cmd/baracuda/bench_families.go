@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/baracuda-go/baracuda/driver"
-	"github.com/baracuda-go/baracuda/internal/dtype"
+	"github.com/baracuda-go/baracuda/dtype"
 	"github.com/baracuda-go/baracuda/internal/ref"
 	"github.com/baracuda-go/baracuda/ops"
 )

@@ -11,7 +11,7 @@ import (
 	"math"
 
 	"github.com/baracuda-go/baracuda/driver"
-	"github.com/baracuda-go/baracuda/internal/dtype"
+	"github.com/baracuda-go/baracuda/dtype"
 	"github.com/baracuda-go/baracuda/ops"
 )
 

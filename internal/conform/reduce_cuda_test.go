@@ -5,7 +5,7 @@ package conform
 import (
 	"testing"
 
-	"github.com/baracuda-go/baracuda/internal/dtype"
+	"github.com/baracuda-go/baracuda/dtype"
 	"github.com/baracuda-go/baracuda/ops"
 )
 

@@ -1,7 +1,7 @@
 package conform
 
 import (
-	"github.com/baracuda-go/baracuda/internal/dtype"
+	"github.com/baracuda-go/baracuda/dtype"
 	"github.com/baracuda-go/baracuda/ops"
 )
 
