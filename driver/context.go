@@ -1,6 +1,7 @@
 package driver
 
 import (
+	"errors"
 	"runtime"
 	"unsafe"
 )
@@ -82,6 +83,19 @@ func (c *Context) NewStream() (*Stream, error) {
 		return nil, err
 	}
 	return &Stream{ctx: c, handle: h}, nil
+}
+
+// WrapStream returns a Stream over handle, a CUstream of this context that
+// another library created (a framework's own stream, say), so that Runs
+// can be queued on it. The Stream does not own it: Destroy only forgets
+// it, and the creator destroys it after the last use. handle 0 (the
+// legacy default stream, which synchronizes with every other stream) is
+// refused.
+func (c *Context) WrapStream(handle uintptr) (*Stream, error) {
+	if handle == 0 {
+		return nil, errors.New("driver: WrapStream: handle 0 is the legacy default stream; pass a stream the framework created")
+	}
+	return &Stream{ctx: c, handle: handle, borrowed: true}, nil
 }
 
 // NewEvent creates an event that records timing.

@@ -49,6 +49,10 @@ var (
 	cuMemsetD8          = symbol{name: "cuMemsetD8", suffix: "_v2"}
 	cuMemsetD32         = symbol{name: "cuMemsetD32", suffix: "_v2"}
 	cuMemsetD8Async     = symbol{name: "cuMemsetD8Async"}
+	cuMemsetD32Async    = symbol{name: "cuMemsetD32Async"}
+	cuMemcpyHtoDAsync   = symbol{name: "cuMemcpyHtoDAsync", suffix: "_v2"}
+	cuMemcpyDtoHAsync   = symbol{name: "cuMemcpyDtoHAsync", suffix: "_v2"}
+	cuStreamWaitEvent   = symbol{name: "cuStreamWaitEvent"}
 	cuStreamCreate      = symbol{name: "cuStreamCreate"}
 	cuStreamSynchronize = symbol{name: "cuStreamSynchronize"}
 	cuStreamDestroy     = symbol{name: "cuStreamDestroy", suffix: "_v2"}
@@ -74,6 +78,7 @@ var symbols = [...]*symbol{
 	&cuDevicePrimaryCtxRetain, &cuCtxGetCurrent, &cuCtxSetCurrent, &cuCtxSynchronize,
 	&cuMemAlloc, &cuMemFree, &cuMemGetInfo, &cuMemcpyHtoD, &cuMemcpyDtoH, &cuMemcpyDtoD,
 	&cuMemcpyDtoDAsync, &cuMemsetD8, &cuMemsetD32, &cuMemsetD8Async,
+	&cuMemsetD32Async, &cuMemcpyHtoDAsync, &cuMemcpyDtoHAsync, &cuStreamWaitEvent,
 	&cuStreamCreate, &cuStreamSynchronize, &cuStreamDestroy,
 	&cuEventCreate, &cuEventRecord, &cuEventSynchronize, &cuEventElapsedTime, &cuEventDestroy,
 	&cuModuleLoadDataEx, &cuModuleGetFunction, &cuModuleUnload,
