@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/baracuda-go/baracuda/driver"
+	"github.com/baracuda-go/baracuda/dtype"
 	"github.com/baracuda-go/baracuda/ops"
 )
 
@@ -31,17 +32,105 @@ func ExampleNewBinaryBackward() {
 	// ops: BinaryBackward(mul, f32): b shape [3 2] must equal [2 3]: shape mismatch
 }
 
-// Reductions take dy and y in keepdim form: the input shape with the
-// reduced axis set to 1.
+// Reductions take dy and y with the reduced axis kept as 1 or removed
+// (PyTorch's keepdim=True and keepdim=False); both name the same memory.
 func ExampleNewReduceBackward() {
 	plan, err := ops.NewReduceBackward(ops.ReduceDesc{Op: ops.ReduceVar, DType: ops.BF16, Shape: []int{4, 7, 9}, Axis: 1, Correction: 1})
 	if err != nil {
 		panic(err)
 	}
 	fmt.Println(plan.Kernel().Family, plan.Precision().Accumulator)
+	fmt.Println(plan.KeepdimShape(), plan.ReducedShape())
 	_, err = ops.NewReduceBackward(ops.ReduceDesc{Op: ops.ReduceMax, DType: ops.F32, Shape: []int{3, 0}, Axis: 1})
 	fmt.Println(errors.Is(err, ops.ErrShape))
 	// Output:
 	// reduce f32
+	// [4 1 9] [4 9]
 	// true
+}
+
+// A scan plan: cumsum along the last axis of a [2, 1000] tensor, as
+// torch.cumsum(x, -1) does forward.
+func ExampleNewScanBackward() {
+	plan, err := ops.NewScanBackward(ops.ScanDesc{Op: ops.ScanCumsum, DType: ops.F16, Shape: []int{2, 1000}, Axis: -1})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(plan.Kernel().Family, plan.Precision().Math, plan.Precision().Accumulator)
+	// Output:
+	// scan f32 f32
+}
+
+// An LP pooling plan: the output shape follows PyTorch's lp_pool2d.
+func ExampleNewLpPool2dBackward() {
+	plan, err := ops.NewLpPool2dBackward(ops.LpPool2dDesc{DType: ops.F32, N: 8, C: 3, H: 32, W: 32,
+		KernelH: 3, KernelW: 3, StrideH: 2, StrideW: 2, P: 2})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(plan.OutputShape())
+	// Output:
+	// [8 3 15 15]
+}
+
+// The whole flow on a GPU: upload bf16 data, run a reduction's backward on
+// a stream, read the gradient back. (Compiled, not run: it needs a GPU.)
+func Example() {
+	if err := driver.Load(); err != nil {
+		fmt.Println(err) // driver.ErrNoDriver on a machine without one
+		return
+	}
+	dev, err := driver.GetDevice(0)
+	if err != nil {
+		panic(err)
+	}
+	ctx, err := dev.Context()
+	if err != nil {
+		panic(err)
+	}
+	stream, err := ctx.NewStream()
+	if err != nil {
+		panic(err)
+	}
+	defer stream.Destroy()
+
+	// y = x.sum(dim=1) over x of [64, 512]; the gradient of y is all ones.
+	plan, err := ops.NewReduceBackward(ops.ReduceDesc{Op: ops.ReduceSum, DType: ops.BF16, Shape: []int{64, 512}, Axis: 1})
+	if err != nil {
+		panic(err)
+	}
+	ones := make([]float32, 64)
+	for i := range ones {
+		ones[i] = 1
+	}
+	dyBits, err := dtype.To16(dtype.BF16, ones)
+	if err != nil {
+		panic(err)
+	}
+	dy, err := ctx.Alloc(64 * 2)
+	if err != nil {
+		panic(err)
+	}
+	defer ctx.Free(dy)
+	dx, err := ctx.Alloc(64 * 512 * 2)
+	if err != nil {
+		panic(err)
+	}
+	defer ctx.Free(dx)
+	if err := driver.CopyToDevice(ctx, dy, dyBits); err != nil {
+		panic(err)
+	}
+	args := &ops.ReduceArgs{DY: ops.NewTensor(dy, ops.BF16, 64), DX: ops.NewTensor(dx, ops.BF16, 64, 512)}
+	if err := plan.Run(stream, args); err != nil {
+		panic(err)
+	}
+	if err := stream.Synchronize(); err != nil {
+		panic(err)
+	}
+	dxBits := make([]uint16, 64*512)
+	if err := driver.CopyFromDevice(ctx, dxBits, dx); err != nil {
+		panic(err)
+	}
+	grad, _ := dtype.From16(dtype.BF16, dxBits)
+	fmt.Println(grad[0], grad[len(grad)-1])
 }
