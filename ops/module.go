@@ -133,7 +133,7 @@ func loadFunction(ctx *driver.Context, row *kernelRow, block, smem, smemCap int)
 	if err := driver.CheckComputeCapability(major, minor, MinComputeMajor, MinComputeMinor); err != nil {
 		return nil, err
 	}
-	module := moduleFor(row, major, os.Getenv(BasePTXEnv) != "")
+	module := moduleFor(row, major, os.Getenv(basePTXEnv) != "")
 	if module == "" {
 		return &loadedFunction{ctx: ctx}, errNoBuild
 	}
@@ -243,22 +243,22 @@ func (k *kernelRef) resolve(ctx *driver.Context) (*loadedFunction, error) {
 	return lf, nil
 }
 
-// PTXDirEnv names a directory whose <module>.ptx files (whole modules as
+// pTXDirEnv names a directory whose <module>.ptx files (whole modules as
 // nvcc writes them, e.g. reduce_sm80.ptx) replace the embedded kernels of
 // those module builds. It is a kernel developer's knob (time a PTX variant
 // built by scripts/ptx-variant.sh without rebuilding the Go binary); a
 // module with no file there keeps its embedded kernels. Users leave it
 // unset.
-const PTXDirEnv = "BARACUDA_PTX_DIR"
+const pTXDirEnv = "BARACUDA_PTX_DIR"
 
-// BasePTXEnv, when set to anything, makes every kernel load from the base
+// basePTXEnv, when set to anything, makes every kernel load from the base
 // (compute_70) build even where a newer build has it: to test the base
 // kernels on a new GPU. Users leave it unset.
-const BasePTXEnv = "BARACUDA_BASE_PTX"
+const basePTXEnv = "BARACUDA_BASE_PTX"
 
 // kernelPTX is the standalone PTX module of one kernel.
 func kernelPTX(module, name string) ([]byte, error) {
-	if dir := os.Getenv(PTXDirEnv); dir != "" {
+	if dir := os.Getenv(pTXDirEnv); dir != "" {
 		m, err := dirModule(dir, module)
 		if err != nil {
 			return nil, err
@@ -266,7 +266,7 @@ func kernelPTX(module, name string) ([]byte, error) {
 		if m != nil {
 			text, err := m.Entry(name)
 			if err != nil {
-				return nil, fmt.Errorf("ops: %s=%s: %s.ptx: %w", PTXDirEnv, dir, module, err)
+				return nil, fmt.Errorf("ops: %s=%s: %s.ptx: %w", pTXDirEnv, dir, module, err)
 			}
 			return []byte(text), nil
 		}
@@ -274,7 +274,7 @@ func kernelPTX(module, name string) ([]byte, error) {
 	return ptx.Kernel(module, name)
 }
 
-// dirModules caches the modules read from PTXDirEnv's directory, parsed
+// dirModules caches the modules read from pTXDirEnv's directory, parsed
 // once each; a nil module means the directory has no file for it.
 var dirModules sync.Map // path -> *dirModuleLoad
 
@@ -294,11 +294,11 @@ func dirModule(dir, module string) (*ptxsplit.Module, error) {
 			return
 		}
 		if err != nil {
-			d.err = fmt.Errorf("ops: %s=%s: %w", PTXDirEnv, dir, err)
+			d.err = fmt.Errorf("ops: %s=%s: %w", pTXDirEnv, dir, err)
 			return
 		}
 		if d.m, err = ptxsplit.Parse(string(src)); err != nil {
-			d.err = fmt.Errorf("ops: %s=%s: %s: %w", PTXDirEnv, dir, path, err)
+			d.err = fmt.Errorf("ops: %s=%s: %s: %w", pTXDirEnv, dir, path, err)
 		}
 	})
 	return d.m, d.err

@@ -138,7 +138,7 @@ type ReduceBackward struct {
 	col      reduceGeom
 	ws       int64
 	one      bool        // split col slices may take the "one" kernel
-	oneAny   bool        // ... whatever the size of x (ReduceOneEnv)
+	oneAny   bool        // ... whatever the size of x (reduceOneEnv)
 	oneG     reduceGeom  // its cut of the col slices (col keeps the two passes')
 	oneOff   int64       // byte offset of its counters in the workspace
 	rowK     *kernelRef  // one pass, the row mapping
@@ -148,7 +148,7 @@ type ReduceBackward struct {
 	oneK     *kernelRef  // split col slices in one launch (var and std only; nil otherwise)
 	cluK     *kernelRef  // ... as thread block clusters (compute capability 9.0)
 	clu      reduceGeom  // its geometry; nchunks == 0 where it does not apply
-	cluAny   bool        // ... whatever the grid (ReduceClusterEnv)
+	cluAny   bool        // ... whatever the grid (reduceClusterEnv)
 	flatK    *kernelRef  // dense operands: ops without statistics, and the provisional ones (nil otherwise)
 	flat     reduceFlat  // its layout; flat.packs == 0 where the shape or the op's policy does not allow it
 	flatFx   bool        // the flat kernel is followed by red_flat_fix (provisional ops)
@@ -233,7 +233,7 @@ const (
 // combine partials, the flat kernel streams x at the binary kernels' speed
 // (measured in docs/benchmarks.md). Slices that are not split keep the
 // row and col kernels, which read x once in one launch.
-const ReduceFlatEnv = "BARACUDA_REDUCE_FLAT"
+const reduceFlatEnv = "BARACUDA_REDUCE_FLAT"
 
 // flatSlots is RedMaxMin::flat_slots (0 for Prod, which rereads a slice
 // with a zero anyway: it needs the product of the others).
@@ -273,11 +273,11 @@ const (
 	redOneMaxChunks = 64
 )
 
-// ReduceOneEnv, read when a plan is made, overrides the L2 rule above: with
+// reduceOneEnv, read when a plan is made, overrides the L2 rule above: with
 // "always" a plan takes the one-pass launch wherever it can (so that tests
 // reach it with small tensors), with "never" it never does. It is a kernel
 // developer's knob; users leave it unset.
-const ReduceOneEnv = "BARACUDA_REDUCE_ONE"
+const reduceOneEnv = "BARACUDA_REDUCE_ONE"
 
 // The strip kernel (gen/reduce.cuh, reduce_strip): an op with statistics
 // along an outer axis on dense operands, one block per strip of whole
@@ -324,17 +324,17 @@ const redStripCluster = 2
 // (see above).
 func stripOp(op ReduceOp) bool { return op == ReduceVar || op == ReduceStd }
 
-// ReduceStripEnv, read when a plan is made, overrides the choice above:
+// reduceStripEnv, read when a plan is made, overrides the choice above:
 // "never" keeps plans off the strip kernel, "auto" takes it for every op
 // with statistics under the default's conditions, "always" wherever the
 // shape and operands allow it (so that tests reach it with small
 // tensors). It is a kernel developer's knob; users leave it unset.
-const ReduceStripEnv = "BARACUDA_REDUCE_STRIP"
+const reduceStripEnv = "BARACUDA_REDUCE_STRIP"
 
-// ReduceStripClusterEnv, read when a plan is made: "never" keeps the strip
+// reduceStripClusterEnv, read when a plan is made: "never" keeps the strip
 // kernel in its one-block form on every device (for f32 and f64 too). It
 // is a kernel developer's knob; users leave it unset.
-const ReduceStripClusterEnv = "BARACUDA_REDUCE_STRIPC"
+const reduceStripClusterEnv = "BARACUDA_REDUCE_STRIPC"
 
 // reduceStrip is the strip kernel's cut of x seen as [O, k, I]: vr packs
 // of each row per strip (0: the shape does not allow the kernel), w = vr*N
@@ -392,7 +392,7 @@ func stripGeometry(shape []int, axis int, size int, c int64) reduceStrip {
 // where its grid is at least a quarter of the GPU's resident blocks (one
 // block per tile, and only redCluster chunks per slice: few slices are
 // better split by the two passes). Dense operands of Max, Min and Prod
-// take the flat path before it (see ReduceFlatEnv). With fewer
+// take the flat path before it (see reduceFlatEnv). With fewer
 // chunks than the two passes' (up to 64) the sums of prod round in
 // another order, so its bits differ from a GPU without clusters (each
 // GPU stays bit-stable run to run).
@@ -413,11 +413,11 @@ func clusterOp(op ReduceOp, dt dtype.DType) bool {
 	return false
 }
 
-// ReduceClusterEnv, read when a plan is made, overrides the choice above:
+// reduceClusterEnv, read when a plan is made, overrides the choice above:
 // "never" keeps plans off the cluster kernel, "always" takes it for every
 // op with statistics whatever the grid (so that tests reach it with small
 // tensors). It is a kernel developer's knob; users leave it unset.
-const ReduceClusterEnv = "BARACUDA_REDUCE_CLUSTER"
+const reduceClusterEnv = "BARACUDA_REDUCE_CLUSTER"
 
 // clusterGeometry is the cluster kernel's cut of split col slices:
 // redCluster chunks, redClusterH threads along the axis; tiles assumes v
@@ -555,13 +555,13 @@ func (p *ReduceBackward) dense(a *ReduceArgs) bool {
 }
 
 // planStrip sets up the strip kernels the plan may take (see stripOp and
-// ReduceStripEnv) where the shape can be cut into strips: the clustered
+// reduceStripEnv) where the shape can be cut into strips: the clustered
 // form, and the one-block form for the 16-bit dtypes (for every dtype
-// under "auto", "always" or ReduceStripClusterEnv=never).
+// under "auto", "always" or reduceStripClusterEnv=never).
 func (p *ReduceBackward) planStrip() error {
 	dt := p.desc.DType
 	one := dt.Size() == 2 // the one-block form where the clustered one is missing
-	switch os.Getenv(ReduceStripEnv) {
+	switch os.Getenv(reduceStripEnv) {
 	case "never":
 		return nil
 	case "always":
@@ -573,7 +573,7 @@ func (p *ReduceBackward) planStrip() error {
 			return nil
 		}
 	}
-	clustered := os.Getenv(ReduceStripClusterEnv) != "never"
+	clustered := os.Getenv(reduceStripClusterEnv) != "never"
 	if !clustered {
 		one = true
 	}
@@ -594,7 +594,7 @@ func (p *ReduceBackward) planStrip() error {
 }
 
 // stripOn tells whether Run may take either strip kernel (stripOp,
-// ReduceStripEnv).
+// reduceStripEnv).
 func (p *ReduceBackward) stripOn() bool { return p.stripK != nil || p.stripcK != nil }
 
 // stripMayFill reports whether a strip kernel's grid can pass Run's test
@@ -730,14 +730,14 @@ func NewReduceBackward(desc ReduceDesc) (*ReduceBackward, error) {
 		if desc.Op.hasStats() {
 			acc := redAccSize(desc.DType)
 			w := int64(redBlock / p.col.group)
-			if cm := os.Getenv(ReduceClusterEnv); p.col.nchunks > 1 && (cm == "always" || cm != "never" && clusterOp(desc.Op, desc.DType)) {
+			if cm := os.Getenv(reduceClusterEnv); p.col.nchunks > 1 && (cm == "always" || cm != "never" && clusterOp(desc.Op, desc.DType)) {
 				p.clu = clusterGeometry(p.slices, k, colVec(desc.DType, desc.Op))
 				p.cluAny = cm == "always"
 			}
 			if err := p.planStrip(); err != nil {
 				return nil, err
 			}
-			mode := os.Getenv(ReduceOneEnv)
+			mode := os.Getenv(reduceOneEnv)
 			if p.col.nchunks > 1 && !desc.Op.provisional() && mode != "never" {
 				v := colVec(desc.DType, desc.Op)
 				if geo, ok := oneGeometry(p.col, k, w*v*int64(desc.DType.Size())); ok {
@@ -772,14 +772,14 @@ func NewReduceBackward(desc ReduceDesc) (*ReduceBackward, error) {
 }
 
 // flatSplit tells whether a provisional op takes the flat path where its
-// operands are dense (ReduceFlatEnv, else where the mapping that dense
+// operands are dense (reduceFlatEnv, else where the mapping that dense
 // operands get, row when the axis is innermost, splits the slices); never
 // for slices longer than a 32-bit count.
 func (p *ReduceBackward) flatSplit() bool {
 	if p.k > math.MaxInt32 {
 		return false // the counts are 32-bit
 	}
-	switch os.Getenv(ReduceFlatEnv) {
+	switch os.Getenv(reduceFlatEnv) {
 	case "never":
 		return false
 	case "always":
@@ -810,7 +810,7 @@ func (p *ReduceBackward) denseGeom() (geo reduceGeom, row bool) {
 // operands may take the other mapping. It does not depend on the GPU: on
 // compute capability 9.0 and up Run may take "cluster" in place of
 // "stats" and "apply" (see clusterOp). Where the plan may take a strip
-// kernel (var and std, or the ops under ReduceStripEnv) and the col slices
+// kernel (var and std, or the ops under reduceStripEnv) and the col slices
 // split ("always": wherever the shape allows it) it names "stripc", the
 // form Run takes on compute capability 9.0 and up, or "strip" where the
 // plan has only the one-block form; Run takes them where the device has

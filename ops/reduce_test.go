@@ -712,7 +712,7 @@ func FuzzReduceDescriptor(f *testing.F) {
 
 // TestReduceFlatPlan: which plans of the provisional ops take the flat
 // path (dense operands whose slices the row or col mapping would split, or
-// any under ReduceFlatEnv=always; none under "never"), and its workspace.
+// any under reduceFlatEnv=always; none under "never"), and its workspace.
 func TestReduceFlatPlan(t *testing.T) {
 	for _, c := range []struct {
 		op    ReduceOp
@@ -735,13 +735,13 @@ func TestReduceFlatPlan(t *testing.T) {
 		{ReduceSum, dtype.F32, []int{64, 32}, 0, "never", false},     // the knob is the provisional ops'
 		{ReduceMax, dtype.F32, []int{1<<31 + 8}, 0, "always", false}, // longer than a 32-bit count
 	} {
-		t.Setenv(ReduceFlatEnv, c.env)
+		t.Setenv(reduceFlatEnv, c.env)
 		p, err := NewReduceBackward(ReduceDesc{Op: c.op, DType: c.dt, Shape: c.shape, Axis: c.axis, Correction: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if p.flatFx != c.want {
-			t.Errorf("%s %s %v axis %d %s=%q: flat path %v, want %v", c.op, c.dt, c.shape, c.axis, ReduceFlatEnv, c.env, p.flatFx, c.want)
+			t.Errorf("%s %s %v axis %d %s=%q: flat path %v, want %v", c.op, c.dt, c.shape, c.axis, reduceFlatEnv, c.env, p.flatFx, c.want)
 		}
 		if c.want {
 			need := flatFixSize(c.op, p.slices)
@@ -763,7 +763,7 @@ func TestReduceFlatPlan(t *testing.T) {
 
 // TestReduceClusterPlan: which plans may take the cluster kernel (the
 // split col slices of clusterOp's ops and dtypes, or of every op with
-// statistics under ReduceClusterEnv=always; none under "never" or without
+// statistics under reduceClusterEnv=always; none under "never" or without
 // a split), and its geometry.
 func TestReduceClusterPlan(t *testing.T) {
 	plan := func(op ReduceOp, dt dtype.DType, shape []int, axis int) *ReduceBackward {
@@ -787,16 +787,16 @@ func TestReduceClusterPlan(t *testing.T) {
 		{ReduceVar, dtype.F32, "always", true}, {ReduceMax, dtype.F64, "always", true},
 		{ReduceProd, dtype.F32, "never", false}, {ReduceSum, dtype.F32, "always", false},
 	} {
-		t.Setenv(ReduceClusterEnv, c.env)
+		t.Setenv(reduceClusterEnv, c.env)
 		p := plan(c.op, c.dt, big, 0)
 		if got := p.clu.nchunks > 0; got != c.want {
-			t.Errorf("%s %s %s=%q: cluster %v, want %v", c.op, c.dt, ReduceClusterEnv, c.env, got, c.want)
+			t.Errorf("%s %s %s=%q: cluster %v, want %v", c.op, c.dt, reduceClusterEnv, c.env, got, c.want)
 		}
 		if c.want && (p.clu.nchunks != redCluster || p.clu.chunk != 2048 || p.clu.group != redClusterH || p.clu.tiles%redCluster != 0) {
 			t.Errorf("%s %s: cluster geometry %+v", c.op, c.dt, p.clu)
 		}
 	}
-	t.Setenv(ReduceClusterEnv, "")
+	t.Setenv(reduceClusterEnv, "")
 	// Col slices that need no split: no cluster geometry. (A plan has one
 	// for the col mapping even where the axis is innermost: operands
 	// strided the other way take it.)
@@ -811,7 +811,7 @@ func TestReduceClusterPlan(t *testing.T) {
 // redStripSmem; with the rows cut between a cluster's blocks, half of
 // them per block), and which plans have which form (var and std by
 // default: the clustered form, and the one-block form for the 16-bit
-// dtypes; every op with statistics under ReduceStripEnv "auto" or
+// dtypes; every op with statistics under reduceStripEnv "auto" or
 // "always"; none under "never").
 func TestReduceStripPlan(t *testing.T) {
 	for _, c := range []struct {
@@ -878,13 +878,13 @@ func TestReduceStripPlan(t *testing.T) {
 		{ReduceMax, dtype.F32, "always", true, true, true}, {ReduceProd, dtype.BF16, "auto", true, true, false},
 		{ReduceSum, dtype.BF16, "always", false, false, false}, {ReduceNorm2, dtype.F32, "auto", false, false, false},
 	} {
-		t.Setenv(ReduceStripEnv, c.env)
+		t.Setenv(reduceStripEnv, c.env)
 		p, err := NewReduceBackward(ReduceDesc{Op: c.op, DType: c.dt, Shape: []int{4096, 4096}, Correction: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if p.stripOn() != (c.one || c.clu) || p.stripAny != c.any_ || (p.stripK != nil) != c.one || (p.stripcK != nil) != c.clu {
-			t.Errorf("%s %s %s=%q: strip on %v any %v one-block %v clustered %v, want %v %v", c.op, c.dt, ReduceStripEnv, c.env,
+			t.Errorf("%s %s %s=%q: strip on %v any %v one-block %v clustered %v, want %v %v", c.op, c.dt, reduceStripEnv, c.env,
 				p.stripOn(), p.stripAny, p.stripK != nil, p.stripcK != nil, c.one, c.clu)
 			continue
 		}
@@ -896,16 +896,16 @@ func TestReduceStripPlan(t *testing.T) {
 			t.Errorf("%s: clustered strip kernel %q smem %d chunk %d", c.op, p.stripcK.name, p.stripcK.smem, p.stripc.chunk)
 		}
 	}
-	// ReduceStripClusterEnv "never": the one-block form only, f32 too.
-	t.Setenv(ReduceStripEnv, "")
-	t.Setenv(ReduceStripClusterEnv, "never")
+	// reduceStripClusterEnv "never": the one-block form only, f32 too.
+	t.Setenv(reduceStripEnv, "")
+	t.Setenv(reduceStripClusterEnv, "never")
 	if p, err := NewReduceBackward(ReduceDesc{Op: ReduceVar, DType: dtype.F32, Shape: []int{4096, 4096}}); err != nil {
 		t.Fatal(err)
 	} else if p.stripK == nil || p.stripcK != nil || p.Kernel().Name != "reduce_bw_var_f32_strip" {
-		t.Errorf("%s=never: strip kernel %v, clustered %v, Kernel %s; want the first only", ReduceStripClusterEnv,
+		t.Errorf("%s=never: strip kernel %v, clustered %v, Kernel %s; want the first only", reduceStripClusterEnv,
 			p.stripK != nil, p.stripcK != nil, p.Kernel().Name)
 	}
-	t.Setenv(ReduceStripClusterEnv, "")
+	t.Setenv(reduceStripClusterEnv, "")
 	// Kernel by default and under "auto": the clustered strip where the
 	// col slices split.
 	for _, c := range []struct {
@@ -920,7 +920,7 @@ func TestReduceStripPlan(t *testing.T) {
 		{"auto", ReduceMax, []int{4096, 4096}, 0, "reduce_bw_max_bf16_stripc"}, {"auto", ReduceProd, []int{1000, 600}, 0, "reduce_bw_prod_bf16_flat"},
 		{"auto", ReduceMin, []int{64, 32}, 0, "reduce_bw_min_bf16_col"},
 	} {
-		t.Setenv(ReduceStripEnv, c.env)
+		t.Setenv(reduceStripEnv, c.env)
 		p, err := NewReduceBackward(ReduceDesc{Op: c.op, DType: dtype.BF16, Shape: c.shape, Axis: c.axis, Correction: 1})
 		if err != nil {
 			t.Fatal(err)
@@ -930,7 +930,7 @@ func TestReduceStripPlan(t *testing.T) {
 		}
 	}
 	// A shape the strip cannot cut: no strip, whatever the knob.
-	t.Setenv(ReduceStripEnv, "always")
+	t.Setenv(reduceStripEnv, "always")
 	p, err := NewReduceBackward(ReduceDesc{Op: ReduceVar, DType: dtype.BF16, Shape: []int{1000, 600}, Correction: 1})
 	if err != nil {
 		t.Fatal(err)

@@ -134,29 +134,29 @@ type ScanBackward struct {
 	numel  int64
 	geom   scanGeom
 	kernel *kernelRef
-	pairK  *kernelRef // the colpair kernel where geom.pair is set (and ScanPairEnv is not "never")
+	pairK  *kernelRef // the colpair kernel where geom.pair is set (and scanPairEnv is not "never")
 	// stripK is the colstrip kernel (f16 and bf16 cummax and cummin along
-	// an outer axis that fits its shared memory; ScanStripEnv not
+	// an outer axis that fits its shared memory; scanStripEnv not
 	// "never"), with its block and its shared memory for this axis;
-	// stripAll: ScanStripEnv "always".
+	// stripAll: scanStripEnv "always".
 	stripK   *kernelRef
 	stripAll bool
 }
 
-// ScanPairEnv set to "never" keeps plans off the colpair kernel (bf16
+// scanPairEnv set to "never" keeps plans off the colpair kernel (bf16
 // cummax and cummin along an outer axis, two slices a lane), so that Run
 // takes the col kernel wherever it would have taken colpair. It is a
 // kernel developer's knob (to time or test one against the other); users
 // leave it unset.
-const ScanPairEnv = "BARACUDA_SCAN_PAIR"
+const scanPairEnv = "BARACUDA_SCAN_PAIR"
 
-// ScanStripEnv, read when a plan is made, overrides where Run takes the
+// scanStripEnv, read when a plan is made, overrides where Run takes the
 // colstrip kernel (f16 and bf16 cummax and cummin along an outer axis, one
 // block per strip of 32 slices): "never" keeps plans off it, "always" takes it
 // wherever the device and the operands allow (any axis length that fits
 // its shared memory, however few strips). It is a kernel developer's knob
 // (to time or test one kernel against another); users leave it unset.
-const ScanStripEnv = "BARACUDA_SCAN_STRIP"
+const scanStripEnv = "BARACUDA_SCAN_STRIP"
 
 // The colstrip kernel (gen/scan.cuh, scan_backward_colstrip): blocks of
 // scanStripBlock threads, each a strip of scanStripW slices over the whole
@@ -538,12 +538,12 @@ func NewScanBackward(desc ScanDesc) (*ScanBackward, error) {
 		return nil, id.errorf(ErrUnsupported, "no kernel for %s %s", desc.Op, desc.DType)
 	}
 	p.kernel = newKernelRef("scan", name)
-	if p.geom.pair != nil && os.Getenv(ScanPairEnv) != "never" {
+	if p.geom.pair != nil && os.Getenv(scanPairEnv) != "never" {
 		if pname, ok := lookupKernel("scan", desc.Op.String(), desc.DType, "colpair"); ok {
 			p.pairK = newKernelRef("scan", pname)
 		}
 	}
-	env := os.Getenv(ScanStripEnv)
+	env := os.Getenv(scanStripEnv)
 	p.stripAll = env == "always"
 	if numel > 0 && !p.geom.row && (p.geom.chunks > 1 || p.stripAll) && env != "never" {
 		if sm := scanStripSmem(p.geom.n); sm <= scanStripSmemCap {

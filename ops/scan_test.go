@@ -530,9 +530,9 @@ func TestScanPairGeometry(t *testing.T) {
 			t.Errorf("%s %s %v axis %d: pair geometry %+v", c.op, c.dt, c.shape, c.axis, *p.geom.pair)
 		}
 	}
-	t.Setenv(ScanPairEnv, "never")
+	t.Setenv(scanPairEnv, "never")
 	if p, err := NewScanBackward(ScanDesc{Op: ScanCummin, DType: dtype.BF16, Shape: []int{4096, 4096}}); err != nil || p.pairK != nil {
-		t.Errorf("%s=never: pair kernel %v (err %v)", ScanPairEnv, p.pairK, err)
+		t.Errorf("%s=never: pair kernel %v (err %v)", scanPairEnv, p.pairK, err)
 	}
 }
 
@@ -594,7 +594,7 @@ func TestScanPairLayout(t *testing.T) {
 // tiles get the colstrip kernel with its shared memory for the axis (the
 // layout of scan_backward_colstrip), up to the longest axis that fits;
 // other ops, dtypes, the row mapping, single-tile axes (unless
-// ScanStripEnv is "always") and ScanStripEnv "never" get none.
+// scanStripEnv is "always") and scanStripEnv "never" get none.
 func TestScanStripPlan(t *testing.T) {
 	for _, c := range []struct {
 		n    int
@@ -646,13 +646,13 @@ func TestScanStripPlan(t *testing.T) {
 			t.Errorf("%s %s %v axis %d: colstrip kernel %s", c.op, c.dt, c.shape, c.axis, p.stripK.name)
 		}
 	}
-	t.Setenv(ScanStripEnv, "always")
+	t.Setenv(scanStripEnv, "always")
 	if p, err := NewScanBackward(ScanDesc{Op: ScanCummax, DType: dtype.BF16, Shape: []int{2, 64}}); err != nil || p.stripK == nil || !p.stripAll {
-		t.Errorf("%s=always, axis of 2: colstrip kernel %v (err %v)", ScanStripEnv, p.stripK, err)
+		t.Errorf("%s=always, axis of 2: colstrip kernel %v (err %v)", scanStripEnv, p.stripK, err)
 	}
-	t.Setenv(ScanStripEnv, "never")
+	t.Setenv(scanStripEnv, "never")
 	if p, err := NewScanBackward(ScanDesc{Op: ScanCummin, DType: dtype.BF16, Shape: []int{4096, 4096}}); err != nil || p.stripK != nil {
-		t.Errorf("%s=never: colstrip kernel %v (err %v)", ScanStripEnv, p.stripK, err)
+		t.Errorf("%s=never: colstrip kernel %v (err %v)", scanStripEnv, p.stripK, err)
 	}
 }
 

@@ -110,7 +110,7 @@ func WarmAll(ctx *driver.Context, opt WarmOptions) error {
 	if err := driver.CheckComputeCapability(major, minor, MinComputeMajor, MinComputeMinor); err != nil {
 		return err
 	}
-	jobs := warmJobs(major, os.Getenv(BasePTXEnv) != "", opt)
+	jobs := warmJobs(major, os.Getenv(basePTXEnv) != "", opt)
 	for i, j := range jobs {
 		if _, err := loadKernel(ctx, j.module, j.name); err != nil {
 			return err

@@ -13,7 +13,6 @@ import (
 
 	"github.com/baracuda-go/baracuda/driver"
 	"github.com/baracuda-go/baracuda/dtype"
-	"github.com/baracuda-go/baracuda/ops"
 )
 
 // benchCase is one line of bench/README.md: a name, the minimal traffic in
@@ -151,9 +150,7 @@ func runBench(w io.Writer, args []string) error {
 		return fmt.Errorf("copy bandwidth: %w", err)
 	}
 	name, _ := dev.Name()
-	if dir := os.Getenv(ops.PTXDirEnv); dir != "" {
-		fmt.Fprintf(os.Stderr, "bench: kernels from %s=%s where it holds a module, not the embedded PTX\n", ops.PTXDirEnv, dir)
-	}
+	notePTXDir()
 	progress := isTerminal(os.Stderr)
 	var tw *tabwriter.Writer
 	if *asJSON {
@@ -310,6 +307,15 @@ func (t *timer) copyBandwidth() (float64, error) {
 		return 0, err
 	}
 	return 2 * size / us / 1e3, nil
+}
+
+// notePTXDir says on stderr when BARACUDA_PTX_DIR (a kernel developer's
+// knob: PTX modules read from a directory) replaces embedded kernels, so
+// that no figure is taken for the embedded kernels' by mistake.
+func notePTXDir() {
+	if dir := os.Getenv("BARACUDA_PTX_DIR"); dir != "" {
+		fmt.Fprintf(os.Stderr, "bench: kernels from BARACUDA_PTX_DIR=%s where it holds a module, not the embedded PTX\n", dir)
+	}
 }
 
 // openContext loads the driver and returns the primary context of GPU

@@ -326,9 +326,7 @@ func runColdstart(w io.Writer, filter string, device int, asJSON, list bool) err
 	} else {
 		fmt.Fprintf(w, "device: %s; driver: CUDA %s; %d cases, each in a fresh process\n", devName, driver.FormatCUDAVersion(version), len(cases))
 	}
-	if dir := os.Getenv(ops.PTXDirEnv); dir != "" {
-		fmt.Fprintf(os.Stderr, "bench: kernels from %s=%s where it holds a module, not the embedded PTX\n", ops.PTXDirEnv, dir)
-	}
+	notePTXDir()
 	// Ctrl-C stops the running child and still removes the warm cache.
 	sigCtx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()

@@ -26,9 +26,9 @@ func TestReduceBackwardGPU(t *testing.T) {
 // never where the cluster or strip kernels run, which are kept off here),
 // so that its split cases reach the "one" kernel.
 func TestReduceOneGPU(t *testing.T) {
-	t.Setenv(ops.ReduceOneEnv, "always")
-	t.Setenv(ops.ReduceClusterEnv, "never")
-	t.Setenv(ops.ReduceStripEnv, "never")
+	t.Setenv("BARACUDA_REDUCE_ONE", "always")
+	t.Setenv("BARACUDA_REDUCE_CLUSTER", "never")
+	t.Setenv("BARACUDA_REDUCE_STRIP", "never")
 	env := testEnv(t)
 	cases := ReduceCases(quick())
 	for _, op := range []ops.ReduceOp{ops.ReduceVar, ops.ReduceStd} {
@@ -50,13 +50,13 @@ func TestReduceOneGPU(t *testing.T) {
 // else the one-block form again), and with the one-block form only
 // (ReduceStripClusterEnv=never).
 func TestReduceStripGPU(t *testing.T) {
-	t.Setenv(ops.ReduceStripEnv, "always")
+	t.Setenv("BARACUDA_REDUCE_STRIP", "always")
 	env := testEnv(t)
 	cases := append(ReduceCases(quick()), ReduceStripCases(quick())...)
 	for _, form := range []string{"cluster", "block"} {
 		t.Run(form, func(t *testing.T) {
 			if form == "block" {
-				t.Setenv(ops.ReduceStripClusterEnv, "never")
+				t.Setenv("BARACUDA_REDUCE_STRIPC", "never")
 			}
 			for _, op := range []ops.ReduceOp{ops.ReduceMax, ops.ReduceMin, ops.ReduceProd, ops.ReduceVar, ops.ReduceStd} {
 				for _, dt := range dtype.All {
@@ -77,9 +77,9 @@ func TestReduceStripGPU(t *testing.T) {
 // would, are kept off). Without a compute capability 9.0 GPU the plans
 // fall back to the two passes, as Run does.
 func TestReduceClusterGPU(t *testing.T) {
-	t.Setenv(ops.ReduceClusterEnv, "always")
-	t.Setenv(ops.ReduceFlatEnv, "never")
-	t.Setenv(ops.ReduceStripEnv, "never")
+	t.Setenv("BARACUDA_REDUCE_CLUSTER", "always")
+	t.Setenv("BARACUDA_REDUCE_FLAT", "never")
+	t.Setenv("BARACUDA_REDUCE_STRIP", "never")
 	env := testEnv(t)
 	cases := ReduceCases(quick())
 	for _, op := range []ops.ReduceOp{ops.ReduceMax, ops.ReduceMin, ops.ReduceProd, ops.ReduceVar, ops.ReduceStd} {
@@ -98,7 +98,7 @@ func TestReduceClusterGPU(t *testing.T) {
 // red_flat_fix: ties within the recorded slots and beyond them, NaN
 // slices, zeros.
 func TestReduceFlatGPU(t *testing.T) {
-	t.Setenv(ops.ReduceFlatEnv, "always")
+	t.Setenv("BARACUDA_REDUCE_FLAT", "always")
 	env := testEnv(t)
 	cases := ReduceCases(quick())
 	for _, op := range []ops.ReduceOp{ops.ReduceMax, ops.ReduceMin, ops.ReduceProd} {

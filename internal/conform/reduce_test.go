@@ -13,9 +13,9 @@ import (
 // block (ReduceStripClusterEnv=never), for every op with statistics and
 // every dtype, so that TestReduceStripGPU runs it on each form.
 func TestReduceStripCasesReachStrip(t *testing.T) {
-	t.Setenv(ops.ReduceStripEnv, "always")
+	t.Setenv("BARACUDA_REDUCE_STRIP", "always")
 	for _, form := range []struct{ env, suffix string }{{"", "_stripc"}, {"never", "_strip"}} {
-		t.Setenv(ops.ReduceStripClusterEnv, form.env)
+		t.Setenv("BARACUDA_REDUCE_STRIPC", form.env)
 		for _, c := range ReduceStripCases(false) {
 			if c.Layouts[0](c.Shape).Name != Contiguous(c.Shape).Name {
 				continue

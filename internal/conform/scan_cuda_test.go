@@ -33,7 +33,7 @@ func TestScanBackwardGPU(t *testing.T) {
 // it (ScanStripEnv=always; by itself Run takes it only where its strips
 // fill the GPU).
 func TestScanStripGPU(t *testing.T) {
-	t.Setenv(ops.ScanStripEnv, "always")
+	t.Setenv("BARACUDA_SCAN_STRIP", "always")
 	env := testEnv(t)
 	cases := ScanCases(quick())
 	for _, op := range []ops.ScanOp{ops.ScanCummax, ops.ScanCummin} {
