@@ -3,7 +3,7 @@
 // f16/bf16/f32, double for f64) and the result is rounded once when stored;
 // apply also gets the storage type T, for math that may be cheaper when the
 // result is rounded to 16 bits (pow).
-// Semantics follow PyTorch's autograd formulas (shared/SEMANTICS.md 2).
+// Semantics follow PyTorch's autograd formulas (docs/semantics.md, section 2).
 #pragma once
 #include "common.cuh"
 

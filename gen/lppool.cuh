@@ -2,7 +2,7 @@
 // the saved input x [N, C, H, W], the saved output y [N, C, Ho, Wo] and dy,
 // write dx [N, C, H, W]. A 1d pool is the 2d pool with H = 1, kh = sh = 1.
 // Semantics are PyTorch's autograd through its composite forward
-// (shared/SEMANTICS.md 5): no padding; window w's in-bounds count c_w
+// (docs/semantics.md, section 5): no padding; window w's in-bounds count c_w
 // divides (ceil-mode partial windows are scaled by K/c_w, K = kh*kw);
 //
 //   coef_w = y_w == 0 ? 0 : dy_w * (K/c_w) * y_w^(1-p)

@@ -1,7 +1,7 @@
 // Single-axis reduction backward: given dy and the forward output y (both in
 // keepdim form: the input shape with the reduced axis set to 1) and the
 // saved input x, write dx = dL/dx in the input shape. Semantics follow
-// PyTorch's autograd formulas (shared/SEMANTICS.md 3). Every functor
+// PyTorch's autograd formulas (docs/semantics.md, section 3). Every functor
 // computes in opmath (float for f16/bf16/f32, double for f64); statistics
 // accumulate in opmath and each dx is rounded once when stored.
 //

@@ -1,6 +1,6 @@
 // Single-axis scan backward: given dy and the saved forward tensors, write
 // dx = dL/dx for y = cumsum, cumprod, cummax, cummin or logcumsumexp of x
-// along one axis (shared/SEMANTICS.md 4). Arithmetic is in opmath (float
+// along one axis (docs/semantics.md, section 4). Arithmetic is in opmath (float
 // for f16/bf16/f32, double for f64), every dx is rounded once when stored.
 //
 // One recurrence serves every op. Number the elements of a slice in the

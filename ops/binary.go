@@ -10,7 +10,7 @@ import (
 )
 
 // BinaryOp is a two-input elementwise op whose backward BinaryBackward computes.
-// With g = dy, the gradients are PyTorch's (shared/SEMANTICS.md section 2):
+// With g = dy, the gradients are PyTorch's (docs/semantics.md, section 2):
 type BinaryOp uint8
 
 const (

@@ -12,7 +12,7 @@ import (
 )
 
 // LP pool backward (torch.nn.functional.lp_pool1d / lp_pool2d), PyTorch's
-// autograd values (shared/SEMANTICS.md section 5). The forward is
+// autograd values (docs/semantics.md, section 5). The forward is
 //
 //	y_w = ((K/c_w) * Σ_{i∈w} x_i^p)^(1/p)
 //

@@ -14,7 +14,7 @@ import (
 // ReduceOp is a single-axis reduction whose backward ReduceBackward
 // computes. With g = dy broadcast along the reduced axis, N the axis length,
 // x the saved input and y the saved output, the gradients are PyTorch's
-// (shared/SEMANTICS.md section 3):
+// (docs/semantics.md, section 3):
 type ReduceOp uint8
 
 const (

@@ -12,7 +12,7 @@ import (
 )
 
 // Single-axis scan backward (torch.cumsum, cumprod, cummax, cummin,
-// logcumsumexp), PyTorch's autograd values (shared/SEMANTICS.md section 4).
+// logcumsumexp), PyTorch's autograd values (docs/semantics.md, section 4).
 //
 // Number the elements of a slice along the axis in the order the forward
 // scan visited them: k = 0 is the first element of the axis, or its last

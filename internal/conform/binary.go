@@ -203,7 +203,7 @@ func (e *Env) runBinaryCase(plan *ops.BinaryBackward, c BinaryCase, in [3][]floa
 	return nil
 }
 
-// BinaryVectors are the observed PyTorch 2.11 values of shared/SEMANTICS.md,
+// BinaryVectors are the observed PyTorch 2.11 values of docs/semantics.md 2,
 // checked exactly (signed zeros included) for every dtype.
 var BinaryVectors = []struct {
 	Op       ops.BinaryOp

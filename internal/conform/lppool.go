@@ -378,8 +378,8 @@ func (e *Env) runLpPoolCase(c LpPoolCase, p float64, dt dtype.DType, rng *rand.R
 	return nil
 }
 
-// LpPoolVectors are the observed PyTorch 2.11 values of
-// shared/SEMANTICS.md (lp_pool1d, dy = 1); y is the pinned forward output.
+// LpPoolVectors are the observed PyTorch 2.11 values of lp_pool1d's
+// backward (dy = 1; docs/semantics.md 5); y is the pinned forward output.
 var LpPoolVectors = []struct {
 	P        float64
 	K, S     int

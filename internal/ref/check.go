@@ -74,8 +74,9 @@ func checkBinaryFD() error {
 	return nil
 }
 
-// checkBinaryEdges pins the observed PyTorch 2.11 values of
-// shared/SEMANTICS.md (ties, NaN, pow masks, atan2/hypot at the origin).
+// checkBinaryEdges pins the observed PyTorch 2.11 values of the binary
+// ops' edge cases (docs/semantics.md 2: ties, NaN, pow masks, atan2/hypot
+// at the origin).
 func checkBinaryEdges() error {
 	nan, inf := math.NaN(), math.Inf(1)
 	cases := []struct {

@@ -70,8 +70,8 @@ func checkLpPoolFD() error {
 	return nil
 }
 
-// checkLpPoolVectors pins the observed PyTorch 2.11 values of
-// shared/SEMANTICS.md (dy = 1).
+// checkLpPoolVectors pins the observed PyTorch 2.11 values of lp_pool1d's
+// backward (dy = 1; docs/semantics.md 5).
 func checkLpPoolVectors() error {
 	cases := []struct {
 		p        float64

@@ -233,9 +233,9 @@ func checkReduceFD() error {
 	return nil
 }
 
-// checkReduceEdges pins the observed PyTorch 2.11 values of
-// shared/SEMANTICS.md section 4 (dy = 1, reduced along the last axis) and
-// the structural edge rules of section 3.
+// checkReduceEdges pins the observed PyTorch 2.11 values of the
+// reductions (dy = 1, reduced along the last axis) and the structural edge
+// rules of docs/semantics.md, section 3.
 func checkReduceEdges() error {
 	for _, v := range ReduceVectors {
 		for r, x := range v.X {
@@ -253,7 +253,7 @@ func checkReduceEdges() error {
 }
 
 // ReduceVectors are the pinned PyTorch 2.11 values (dy = 1, each row one
-// slice) plus the edge rules of shared/SEMANTICS.md 3 they imply.
+// slice) plus the edge rules of docs/semantics.md 3 they imply.
 var ReduceVectors = []struct {
 	Op         string
 	Correction float64

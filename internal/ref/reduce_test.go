@@ -14,8 +14,8 @@ func TestReduceFiniteDifferences(t *testing.T) {
 	}
 }
 
-// TestReducePyTorchVectors: the pinned PyTorch 2.11 values of
-// shared/SEMANTICS.md section 4.
+// TestReducePyTorchVectors: the pinned PyTorch 2.11 values of the
+// reductions (docs/semantics.md, section 3).
 func TestReducePyTorchVectors(t *testing.T) {
 	if err := checkReduceEdges(); err != nil {
 		t.Fatal(err)
@@ -34,7 +34,7 @@ func sameSlice(a, b []float64) bool {
 	return true
 }
 
-// TestReduceEdgeRules pins the structural rules of shared/SEMANTICS.md 3
+// TestReduceEdgeRules pins the structural rules of docs/semantics.md 3
 // that the vectors do not reach.
 func TestReduceEdgeRules(t *testing.T) {
 	nan, inf := math.NaN(), math.Inf(1)
@@ -55,7 +55,7 @@ func TestReduceEdgeRules(t *testing.T) {
 		{"prod two zeros", "prod", 5, []float64{0, 3, 0}, nan, 0, []float64{0, 0, 0}},
 		{"prod inf without zero", "prod", 1, []float64{inf, 2}, nan, 0, []float64{nan, inf}},
 		{"prod single", "prod", 7, []float64{3}, nan, 0, []float64{7}},
-		// PyTorch masks x/y, not the product: g*0 stays NaN (SEMANTICS.md 3.4).
+		// PyTorch masks x/y, not the product: g*0 stays NaN (docs/semantics.md 3, norm2).
 		{"norm2 zero NaN g", "norm2", nan, []float64{0, 0}, nan, 0, []float64{nan, nan}},
 		{"norm2 zero inf g", "norm2", inf, []float64{0, 0}, nan, 0, []float64{nan, nan}},
 		{"norm2 zero finite g", "norm2", 3, []float64{0, 0}, nan, 0, []float64{0, 0}},

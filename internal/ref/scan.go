@@ -250,7 +250,7 @@ func checkScanFD() error {
 	return nil
 }
 
-// PyTorch's own formulas (shared/SEMANTICS.md 4), for the cross-check.
+// PyTorch's own formulas (docs/semantics.md 4), for the cross-check.
 
 // cumprodBackwardTorch is cumprod_backward for one slice: the division
 // formula without zeros, else the three regions around the first zero z1
@@ -403,8 +403,8 @@ func checkScanPyTorchFormulas() error {
 	return nil
 }
 
-// ScanVectors are observed PyTorch 2.11 values (H100, f32; shared/SEMANTICS.md
-// 4 and runs of torch.autograd on the same build), forward direction.
+// ScanVectors are observed PyTorch 2.11 values (H100, f32; runs of
+// torch.autograd), forward direction (docs/semantics.md 4).
 var ScanVectors = []struct {
 	Op        string
 	X, DY, DX []float64
