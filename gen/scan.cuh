@@ -249,8 +249,7 @@ struct CumprodBw : StrongZero {
 // build (3 blocks per SM) spilled loaded values between the operands'
 // loads, each spill store waiting for its load, so the tile made one
 // round trip per operand (ncu); at 15 nothing spills (92 -> 80 us for
-// 4096x4096 along axis 0 on an H100; 14 measured 81.3, 12 86.3;
-// docs/benchmarks.md). logcumsumexp issues its loads before its spills
+// 4096x4096 along axis 0 on an H100; 14 measured 81.3, 12 86.3). logcumsumexp issues its loads before its spills
 // and lost at 14 and 12.
 template <> struct ScanItems<__nv_bfloat16, CumprodBw> {
 	static constexpr int row = 16, col = 15;
@@ -346,7 +345,7 @@ template <typename T, int E> struct ScanItems<T, CumExtBw<E> > {
 // (ScanRun::load): at 32, held at once they spilled 306 bytes and ran
 // slower than one operand after the other (a round trip each); at 20
 // nothing spills and both go out at once (69 -> 66 us for 4096x4096
-// along axis 0 on an H100, docs/benchmarks.md; 22, without spills, and
+// along axis 0 on an H100; 22, without spills, and
 // 24, with 72 bytes, measured 68).
 template <int E> struct ScanItems<__nv_bfloat16, CumExtBw<E> > {
 	static constexpr int row = 32, col = 20;
@@ -394,7 +393,7 @@ struct LogcumsumexpBw : NoFwd, StrongZero {
 
 // ColFetch: how a chunked col kernel helps its loads along, per op, where
 // it measured faster (bf16 on compute_80 and later, 4096x4096 along axis 0
-// on an H100, docs/benchmarks.md):
+// on an H100):
 // - prefetch: each warp first asks L2 for the rows that the same warp of
 //   its unit's next tile will load (scan_col_prefetch), so that DRAM works
 //   ahead of the tiles: cumsum 36.1 -> 33.6 us, cumprod 71.5 -> 68.3;
@@ -2028,7 +2027,7 @@ __device__ __forceinline__ void scan_backward_col(const T* __restrict__ dy, cons
 // stride even, 4-byte aligned bases (ops/scan.go, pairLayout). The tiles
 // publish the same per-slice maps and records as the col kernel's, so
 // scan_ext_fix serves both; the forward values move as 8-byte slots of
-// the two slices. On an H100 (4096x4096 along axis 0, docs/benchmarks.md)
+// the two slices. On an H100 (4096x4096 along axis 0)
 // runs of 20 measured cummax 61.0 -> 59.1 us against the col kernel, 32
 // at two blocks per SM (123 registers) 60.6, 16 59.7; in a later command
 // 22 57.7/57.9 against 20's 59.0/58.7 and 18's 59.4/59.1 (24 spills 40
@@ -2351,7 +2350,7 @@ __device__ __forceinline__ void scan_backward_colpair(const T* __restrict__ dy, 
 // word); the 16 row segments of a stage combine through shared memory. x
 // and dy are read once and dx written once: on an H100, 4096x4096 along
 // axis 0 measured 47 us in bench/probes/stripscan.cu against 57.7 us for
-// the colpair kernel (docs/benchmarks.md). The launcher takes it where the
+// the colpair kernel. The launcher takes it where the
 // strips fill one wave of the GPU (ops/scan.go, stripFills), the axis fits
 // the bit words in shared memory, and every operand has unit stride along
 // the innermost slice dim with 16-byte aligned rows (stripLayout).

@@ -115,8 +115,7 @@ type Build struct {
 
 // builds: compute_70 serves every dtype, converting bf16 through f32 in
 // software; compute_80 has bf16 conversion instructions, which the bf16
-// reductions, scans and binary ops measurably need (docs/benchmarks.md:
-// +5 to +13 points of copy bandwidth on an H100).
+// reductions, scans and binary ops measurably need (+5 to +13 points of copy bandwidth on an H100).
 var builds = []Build{
 	{Suffix: "", Arch: "compute_70", MinMajor: 7, Verify: []string{"sm_70", "sm_80", "sm_90"}},
 	// The bf16 reductions at three blocks per SM (80 registers) spill
@@ -127,7 +126,7 @@ var builds = []Build{
 	// 98-127 and two) do spill, up to 156 bytes a kernel (cummax and
 	// cummin along the col mapping; 188 before the sixteenth session
 	// compiled out of those two the phases they never run), and are faster so
-	// on an H100 (docs/benchmarks.md, the fifteenth session; 4096x4096):
+	// on an H100 (4096x4096):
 	// cumprod 132 -> 112 us along axis 0 and 104 -> 90 along axis 1,
 	// logcumsumexp 122 -> 100 and 102 -> 81, cummax and cummin along axis
 	// 1 58.6 -> 53.8, cumsum along axis 1 35.3 -> 33.9, the rest level;

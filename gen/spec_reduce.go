@@ -20,7 +20,7 @@ package main
 // in ops/reduce.go).
 // redCluster is the cluster variant's blocks per cluster
 // (RED_CLUSTER_BLOCKS in reduce.cuh, redCluster in ops/reduce.go): 2, which
-// measured faster than 4 and 8 on an H100 (docs/benchmarks.md).
+// measured faster than 4 and 8 on an H100.
 const redCluster = 2
 
 // redStripCluster is the "stripc" variant's blocks per cluster

@@ -231,7 +231,7 @@ const (
 // the slice again (gen/reduce.cuh, red_flat_fix). Against the stats kernel
 // and red_total (or the cluster kernel), which read x as strided tiles and
 // combine partials, the flat kernel streams x at the binary kernels' speed
-// (measured in docs/benchmarks.md). Slices that are not split keep the
+// (measured on an H100). Slices that are not split keep the
 // row and col kernels, which read x once in one launch.
 const reduceFlatEnv = "BARACUDA_REDUCE_FLAT"
 
@@ -261,7 +261,7 @@ func flatFixSize(op ReduceOp, slices int64) int64 {
 // tiles; f32, twice L2, 85 in two, 77 in one with 64 KiB tiles), so Run
 // takes it only for an x larger than the L2 cache. With 96 KiB tiles, f32
 // takes 72 µs, and bf16 45 against 48 in two passes: one shape, too little
-// to move the rule (docs/benchmarks.md). Max, Min and Prod read x once
+// to move the rule. Max, Min and Prod read x once
 // anyway (their provisional dx), and took longer in one launch at both
 // sizes. All nchunks tiles of a slice block must fit on the GPU at once:
 // the plan allows at most redOneMaxChunks chunks, and Run falls back to
@@ -299,7 +299,7 @@ const reduceOneEnv = "BARACUDA_REDUCE_ONE"
 // 0: 2048 rows of 64 bytes, 132 KiB with the head, per block).
 //
 // Measured on an H100 (4096x4096 along axis 0, % of copy bandwidth, two
-// rounds; docs/benchmarks.md, the nineteenth session): var and std f32
+// rounds): var and std f32
 // 62 -> 68 and 66, bf16 47 -> 62 and 60 with the clustered form; the
 // one-block form (32-byte rows) gave bf16 55 and f32 61. Blocks of 32-byte
 // rows sharing an SM (two or four to a cluster) were slower (bf16 var 54,
@@ -384,7 +384,7 @@ func stripGeometry(shape []int, axis int, size int, c int64) reduceStrip {
 // slice block, which the cluster runs at the same time. A block takes
 // redClusterH threads along the axis (narrow slice blocks, so that there
 // are many). Measured on an H100 (4096x4096 along axis 0, against the two
-// passes; docs/benchmarks.md): prod f32 73% -> 80% of copy bandwidth,
+// passes): prod f32 73% -> 80% of copy bandwidth,
 // bf16 52% -> 61%, max and min f32 76% -> 81%; but max and min bf16 53%
 // -> 38%, var and std no faster (f32 58%, bf16 48%), and 4 or 8 blocks
 // per cluster slower than 2. So Run takes it only for clusterOps (the
@@ -502,7 +502,7 @@ func colGeometry(slices, k int64, v int64) reduceGeom {
 // chunks as redOneSmem allows, at least 2 (rowBytes: a row of a tile, W
 // threads taking v slices), and at most redOneMaxChunks of them. Fewer,
 // longer chunks measured faster: each tile waits for fewer others and its
-// wait is spread over more rows (docs/benchmarks.md).
+// wait is spread over more rows.
 func oneGeometry(geo reduceGeom, k, rowBytes int64) (reduceGeom, bool) {
 	rows := redOneSmem / rowBytes
 	blocks := geo.tiles / geo.nchunks

@@ -461,7 +461,7 @@ const scanMaxFillers = 128
 // blocks: the first tickets of the main launch set the slots,
 // [scanCounter, ws.zero), to 0xff bytes, so that Run's memset before it covers only the
 // ticket counter (16 bytes). A memset of the slots cost about 2 us on an
-// H100 (docs/benchmarks.md); the fill blocks' stores overlap the tiles'
+// H100; the fill blocks' stores overlap the tiles'
 // loads.
 func (g *scanGeom) addFillers(op ScanOp) {
 	if g.passes(op) {
