@@ -39,28 +39,36 @@ var (
 	cuCtxSetCurrent          = symbol{name: "cuCtxSetCurrent"}
 	cuCtxSynchronize         = symbol{name: "cuCtxSynchronize"}
 
-	cuMemAlloc          = symbol{name: "cuMemAlloc", suffix: "_v2"}
-	cuMemFree           = symbol{name: "cuMemFree", suffix: "_v2"}
-	cuMemGetInfo        = symbol{name: "cuMemGetInfo", suffix: "_v2"}
-	cuMemcpyHtoD        = symbol{name: "cuMemcpyHtoD", suffix: "_v2"}
-	cuMemcpyDtoH        = symbol{name: "cuMemcpyDtoH", suffix: "_v2"}
-	cuMemcpyDtoD        = symbol{name: "cuMemcpyDtoD", suffix: "_v2"}
-	cuMemcpyDtoDAsync   = symbol{name: "cuMemcpyDtoDAsync", suffix: "_v2"}
-	cuMemsetD8          = symbol{name: "cuMemsetD8", suffix: "_v2"}
-	cuMemsetD32         = symbol{name: "cuMemsetD32", suffix: "_v2"}
-	cuMemsetD8Async     = symbol{name: "cuMemsetD8Async"}
-	cuMemsetD32Async    = symbol{name: "cuMemsetD32Async"}
-	cuMemcpyHtoDAsync   = symbol{name: "cuMemcpyHtoDAsync", suffix: "_v2"}
-	cuMemcpyDtoHAsync   = symbol{name: "cuMemcpyDtoHAsync", suffix: "_v2"}
-	cuStreamWaitEvent   = symbol{name: "cuStreamWaitEvent"}
-	cuStreamCreate      = symbol{name: "cuStreamCreate"}
-	cuStreamSynchronize = symbol{name: "cuStreamSynchronize"}
-	cuStreamDestroy     = symbol{name: "cuStreamDestroy", suffix: "_v2"}
-	cuEventCreate       = symbol{name: "cuEventCreate"}
-	cuEventRecord       = symbol{name: "cuEventRecord"}
-	cuEventSynchronize  = symbol{name: "cuEventSynchronize"}
-	cuEventElapsedTime  = symbol{name: "cuEventElapsedTime"}
-	cuEventDestroy      = symbol{name: "cuEventDestroy", suffix: "_v2"}
+	cuMemAlloc        = symbol{name: "cuMemAlloc", suffix: "_v2"}
+	cuMemFree         = symbol{name: "cuMemFree", suffix: "_v2"}
+	cuMemGetInfo      = symbol{name: "cuMemGetInfo", suffix: "_v2"}
+	cuMemcpyHtoD      = symbol{name: "cuMemcpyHtoD", suffix: "_v2"}
+	cuMemcpyDtoH      = symbol{name: "cuMemcpyDtoH", suffix: "_v2"}
+	cuMemcpyDtoD      = symbol{name: "cuMemcpyDtoD", suffix: "_v2"}
+	cuMemcpyDtoDAsync = symbol{name: "cuMemcpyDtoDAsync", suffix: "_v2"}
+	cuMemsetD8        = symbol{name: "cuMemsetD8", suffix: "_v2"}
+	cuMemsetD32       = symbol{name: "cuMemsetD32", suffix: "_v2"}
+	cuMemsetD8Async   = symbol{name: "cuMemsetD8Async"}
+	cuMemsetD32Async  = symbol{name: "cuMemsetD32Async"}
+	cuMemcpyHtoDAsync = symbol{name: "cuMemcpyHtoDAsync", suffix: "_v2"}
+	cuMemcpyDtoHAsync = symbol{name: "cuMemcpyDtoHAsync", suffix: "_v2"}
+	cuStreamWaitEvent = symbol{name: "cuStreamWaitEvent"}
+
+	cuStreamBeginCapture        = symbol{name: "cuStreamBeginCapture", suffix: "_v2"}
+	cuStreamEndCapture          = symbol{name: "cuStreamEndCapture"}
+	cuStreamIsCapturing         = symbol{name: "cuStreamIsCapturing"}
+	cuGraphInstantiateWithFlags = symbol{name: "cuGraphInstantiateWithFlags"}
+	cuGraphLaunch               = symbol{name: "cuGraphLaunch"}
+	cuGraphExecDestroy          = symbol{name: "cuGraphExecDestroy"}
+	cuGraphDestroy              = symbol{name: "cuGraphDestroy"}
+	cuStreamCreate              = symbol{name: "cuStreamCreate"}
+	cuStreamSynchronize         = symbol{name: "cuStreamSynchronize"}
+	cuStreamDestroy             = symbol{name: "cuStreamDestroy", suffix: "_v2"}
+	cuEventCreate               = symbol{name: "cuEventCreate"}
+	cuEventRecord               = symbol{name: "cuEventRecord"}
+	cuEventSynchronize          = symbol{name: "cuEventSynchronize"}
+	cuEventElapsedTime          = symbol{name: "cuEventElapsedTime"}
+	cuEventDestroy              = symbol{name: "cuEventDestroy", suffix: "_v2"}
 
 	cuModuleLoadDataEx                          = symbol{name: "cuModuleLoadDataEx"}
 	cuModuleGetFunction                         = symbol{name: "cuModuleGetFunction"}
@@ -79,6 +87,8 @@ var symbols = [...]*symbol{
 	&cuMemAlloc, &cuMemFree, &cuMemGetInfo, &cuMemcpyHtoD, &cuMemcpyDtoH, &cuMemcpyDtoD,
 	&cuMemcpyDtoDAsync, &cuMemsetD8, &cuMemsetD32, &cuMemsetD8Async,
 	&cuMemsetD32Async, &cuMemcpyHtoDAsync, &cuMemcpyDtoHAsync, &cuStreamWaitEvent,
+	&cuStreamBeginCapture, &cuStreamEndCapture, &cuStreamIsCapturing,
+	&cuGraphInstantiateWithFlags, &cuGraphLaunch, &cuGraphExecDestroy, &cuGraphDestroy,
 	&cuStreamCreate, &cuStreamSynchronize, &cuStreamDestroy,
 	&cuEventCreate, &cuEventRecord, &cuEventSynchronize, &cuEventElapsedTime, &cuEventDestroy,
 	&cuModuleLoadDataEx, &cuModuleGetFunction, &cuModuleUnload,
