@@ -2,6 +2,9 @@
 """Joins `baracuda bench --json` and torch_ref.py output into one table.
 
 usage: python3 bench/compare.py ours.jsonl torch.jsonl [markdown]
+With the output of `baracuda bench -sweep -json` and `torch_ref.py --sweep` it
+prints the sweep table instead: per case and size, our eager Run, our Run
+replayed from a CUDA graph and PyTorch's backward, in microseconds per call.
 Prints: case, ours (us, GB/s, % of copy bandwidth), PyTorch (us, GB/s), speed-up,
 then the geometric-mean speed-up, the median % of copy bandwidth and the cases
 that miss the targets (slower than PyTorch, or under 60% of copy bandwidth).
@@ -30,6 +33,9 @@ def main():
     ours, meta = load(sys.argv[1])
     torch_rows, _ = load(sys.argv[2])
     md = len(sys.argv) > 3 and sys.argv[3] == "markdown"
+    if any("eager_us" in r for r in ours.values()):
+        sweep_table(ours, torch_rows, md)
+        return
     head = ["case", "ours us", "ours GB/s", "% copy", "torch us", "torch GB/s", "speed-up"]
     lines = []
     speedups, pcts, misses = [], [], []
@@ -73,6 +79,29 @@ def main():
     print(f"cases missing a target: {len(misses)}")
     for m in misses:
         print("  " + m)
+
+
+def sweep_table(ours, torch_rows, md):
+    head = ["case", "elements", "eager us", "graph us", "torch us", "eager vs torch"]
+    lines = []
+    for name, r in ours.items():
+        t = torch_rows.get(name, {})
+        if "error" in r:
+            lines.append([name, str(r.get("n", "")), "error: " + r["error"][:60], "", "", ""])
+            continue
+        tu = t.get("torch_us")
+        lines.append([name, str(r["n"]), f"{r['eager_us']:.2f}", f"{r['graph_us']:.2f}",
+                      f"{tu:.2f}" if tu else t.get("error", "-")[:30],
+                      f"{tu / r['eager_us']:.2f}x" if tu else "-"])
+    if md:
+        print("| " + " | ".join(head) + " |")
+        print("|" + "---|" * len(head))
+        for l in lines:
+            print("| " + " | ".join(l) + " |")
+        return
+    widths = [max(len(str(x[i])) for x in lines + [head]) for i in range(len(head))]
+    for l in [head] + lines:
+        print("  ".join(str(x).rjust(w) if i else str(x).ljust(w) for i, (x, w) in enumerate(zip(l, widths))))
 
 
 if __name__ == "__main__":

@@ -9,9 +9,16 @@ returns as broadcast (stride-0) views are made contiguous inside the timed
 region, because baracuda writes a dense dx.
 
 usage: python3 bench/torch_ref.py [substring-filter]
+       python3 bench/torch_ref.py --sweep [substring-filter]
+
+With --sweep it times the sweep cases of `baracuda bench -sweep` instead: one op
+of each family over sizes from 2^10 to 2^26 elements, each as back-to-back
+backward calls waited for once (host work included, as a training loop sees
+them), and prints {"case", "n", "torch_us"}.
 """
 import json
 import sys
+import time
 
 import torch
 import torch.nn.functional as F
@@ -142,7 +149,66 @@ def all_cases():
                lambda dt=dt: lppool_case(1, DTYPES[dt], (64, 256, 4096), 4, 4))
 
 
+SWEEP_ITERS = 200
+
+
+def back_to_back_us(fn, iters=SWEEP_ITERS):
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(iters):
+        fn()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - start) / iters * 1e6
+
+
+def sweep_cases():
+    dt = torch.float32
+    for p in range(10, 27, 2):
+        n = 1 << p
+        rows = n // 256
+
+        def binary(n=n):
+            a, b = positive(n, dt), positive(n, dt)
+            return backward_of(a * b, (a, b))
+
+        def reduce(rows=rows):
+            x = torch.randn(rows, 256, device="cuda", dtype=dt).requires_grad_()
+            return backward_of(x.sum(1), (x,), dense=True)
+
+        def scan(rows=rows):
+            x = torch.randn(rows, 256, device="cuda", dtype=dt).requires_grad_()
+            return backward_of(x.cumsum(1), (x,))
+
+        def pool(n=n):
+            x = torch.randn(1, n // 1024, 32, 32, device="cuda", dtype=dt).requires_grad_()
+            return backward_of(F.lp_pool2d(x, 2.0, 2, 2), (x,))
+
+        yield f"sweep/binary/mul/f32/n{n}", n, binary
+        yield f"sweep/reduce/sum/f32/{rows}x256/axis1", n, reduce
+        yield f"sweep/scan/cumsum/f32/{rows}x256/axis1", n, scan
+        yield f"sweep/lppool2d/p2/f32/1x{n // 1024}x32x32/k2s2", n, pool
+
+
+def sweep_main(pattern):
+    for name, n, build in sweep_cases():
+        if pattern not in name:
+            continue
+        row = {"case": name, "n": n}
+        try:
+            row["torch_us"] = round(back_to_back_us(build()), 2)
+        except Exception as exc:
+            row["error"] = str(exc)[:200]
+        print(json.dumps(row), flush=True)
+        torch.cuda.empty_cache()
+
+
 def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "--sweep":
+        torch.manual_seed(0)
+        sweep_main(sys.argv[2] if len(sys.argv) > 2 else "")
+        return
     pattern = sys.argv[1] if len(sys.argv) > 1 else ""
     torch.manual_seed(0)
     for name, op, dt, build in all_cases():

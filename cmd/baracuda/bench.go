@@ -112,8 +112,17 @@ func runBench(w io.Writer, args []string) error {
 		"process, where the driver JIT-compiles the kernels' PTX; once with the driver's JIT cache\n"+
 		"disabled (CUDA_CACHE_DISABLE=1: what a fresh host pays) and once from a warm private cache.\n"+
 		"-filter, -device, -json and -list apply, -iters does not")
+	sweep := fs.Bool("sweep", false, "instead: one op of each family over sizes 2^10 to 2^26, each as back-to-back eager\n"+
+		"Runs and as the Run replayed from a CUDA graph (host launch included); -filter, -device,\n"+
+		"-json and -list apply")
 	if err := parseFlags(w, fs, args); err != nil {
 		return err
+	}
+	if *sweep && *coldstart {
+		return usageError{fmt.Errorf("-sweep and -coldstart are two different runs: give one")}
+	}
+	if *sweep {
+		return runSweep(w, *filter, *device, *asJSON, *list)
 	}
 	if *iters < 1 {
 		return usageError{fmt.Errorf("-iters %d: at least one timed run is needed", *iters)}

@@ -29,12 +29,33 @@ func TestRunExitStatus(t *testing.T) {
 		{[]string{"version"}, 0, "PTX ISA 7.8 from nvcc 11.8"},
 		{[]string{"version", "x"}, 2, `unexpected argument "x"`},
 		{[]string{"bench", "-list", "-filter", "reduce/sum/f32"}, 0, "reduce/sum/f32/4096x4096/axis1"},
+		{[]string{"bench", "-sweep", "-list"}, 0, "sweep/lppool2d/p2/f32/1x65536x32x32/k2s2"},
+		{[]string{"bench", "-sweep", "-coldstart"}, 2, "two different runs"},
 	} {
 		var out, errOut bytes.Buffer
 		code := run(c.args, &out, &errOut)
 		all := out.String() + errOut.String()
 		if code != c.code || !strings.Contains(all, c.out) {
 			t.Errorf("baracuda %v: exit %d, want %d; output lacks %q:\n%s", c.args, code, c.code, c.out, all)
+		}
+	}
+}
+
+// TestSweepCases: one op of each family at every size from 2^10 to 2^26,
+// names unique, each name's size its element count.
+func TestSweepCases(t *testing.T) {
+	cs := sweepCases()
+	if len(cs) != 4*len(sweepSizes()) {
+		t.Fatalf("%d sweep cases, want %d", len(cs), 4*len(sweepSizes()))
+	}
+	seen := map[string]bool{}
+	for _, c := range cs {
+		if seen[c.name] {
+			t.Errorf("%s twice", c.name)
+		}
+		seen[c.name] = true
+		if c.n < 1<<10 || c.n > 1<<26 {
+			t.Errorf("%s: %d elements", c.name, c.n)
 		}
 	}
 }
