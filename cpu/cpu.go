@@ -109,44 +109,6 @@ func BinaryBackward(desc ops.BinaryDesc, dy, a, b []float64) (da, db []float64, 
 	return da, db, nil
 }
 
-// slices views a row-major tensor of shape as slices along axis: slice s
-// of outer*inner, position j of k, at (o*k + j)*inner + i.
-type slices struct{ outer, k, inner int }
-
-func slicesOf(shape []int, axis int) slices {
-	v := slices{outer: 1, k: shape[axis], inner: 1}
-	for d, n := range shape {
-		switch {
-		case d < axis:
-			v.outer *= n
-		case d > axis:
-			v.inner *= n
-		}
-	}
-	return v
-}
-
-func (v slices) count() int { return v.outer * v.inner }
-
-func (v slices) at(s, j int) int {
-	o, i := s/v.inner, s%v.inner
-	return (o*v.k+j)*v.inner + i
-}
-
-// gather copies slice s of t into buf.
-func (v slices) gather(t []float64, s int, buf []float64) {
-	for j := range buf {
-		buf[j] = t[v.at(s, j)]
-	}
-}
-
-// scatter copies buf into slice s of t.
-func (v slices) scatter(t []float64, s int, buf []float64) {
-	for j, x := range buf {
-		t[v.at(s, j)] = x
-	}
-}
-
 // normAxis is desc's axis in 0..rank-1 (the constructors have checked it).
 func normAxis(axis, rank int) int {
 	if axis < 0 {
@@ -165,11 +127,11 @@ func ReduceForward(desc ops.ReduceDesc, x []float64) ([]float64, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := slicesOf(desc.Shape, normAxis(desc.Axis, len(desc.Shape)))
-	y := make([]float64, v.count())
-	buf := make([]float64, v.k)
+	v := ref.NewAxisSlices(desc.Shape, normAxis(desc.Axis, len(desc.Shape)))
+	y := make([]float64, v.Count())
+	buf := make([]float64, v.K)
 	for s := range y {
-		v.gather(x, s, buf)
+		v.Gather(x, s, buf)
 		y[s] = ref.ReduceForward(desc.Op.String(), buf, desc.Correction)
 	}
 	return y, nil
@@ -182,24 +144,24 @@ func ReduceBackward(desc ops.ReduceDesc, dy, x, y []float64) ([]float64, error) 
 		return nil, err
 	}
 	op := desc.Op.String()
-	v := slicesOf(desc.Shape, normAxis(desc.Axis, len(desc.Shape)))
+	v := ref.NewAxisSlices(desc.Shape, normAxis(desc.Axis, len(desc.Shape)))
 	optional := !ref.ReduceNeedsSaved(op)
-	dy, err := operand("ReduceBackward", "dy", dy, v.count(), false)
+	dy, err := operand("ReduceBackward", "dy", dy, v.Count(), false)
 	if err != nil {
 		return nil, err
 	}
-	if y, err = operand("ReduceBackward", "y", y, v.count(), optional); err != nil {
+	if y, err = operand("ReduceBackward", "y", y, v.Count(), optional); err != nil {
 		return nil, err
 	}
 	if x, err = operand("ReduceBackward", "x", x, numel(desc.Shape), optional); err != nil {
 		return nil, err
 	}
 	dx := make([]float64, len(x))
-	xs, ds := make([]float64, v.k), make([]float64, v.k)
+	xs, ds := make([]float64, v.K), make([]float64, v.K)
 	for s := range dy {
-		v.gather(x, s, xs)
+		v.Gather(x, s, xs)
 		ref.ReduceBackward(op, dy[s], xs, y[s], desc.Correction, ds)
-		v.scatter(dx, s, ds)
+		v.Scatter(dx, s, ds)
 	}
 	return dx, nil
 }
@@ -213,12 +175,12 @@ func ScanForward(desc ops.ScanDesc, x []float64) ([]float64, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := slicesOf(desc.Shape, normAxis(desc.Axis, len(desc.Shape)))
+	v := ref.NewAxisSlices(desc.Shape, normAxis(desc.Axis, len(desc.Shape)))
 	y := make([]float64, len(x))
-	buf := make([]float64, v.k)
-	for s := 0; s < v.count(); s++ {
-		v.gather(x, s, buf)
-		v.scatter(y, s, ref.ScanForward(desc.Op.String(), buf, desc.Reverse))
+	buf := make([]float64, v.K)
+	for s := 0; s < v.Count(); s++ {
+		v.Gather(x, s, buf)
+		v.Scatter(y, s, ref.ScanForward(desc.Op.String(), buf, desc.Reverse))
 	}
 	return y, nil
 }
@@ -241,14 +203,14 @@ func ScanBackward(desc ops.ScanDesc, dy, x, y []float64) ([]float64, error) {
 	if y, err = operand("ScanBackward", "y", y, n, !needY); err != nil {
 		return nil, err
 	}
-	v := slicesOf(desc.Shape, normAxis(desc.Axis, len(desc.Shape)))
+	v := ref.NewAxisSlices(desc.Shape, normAxis(desc.Axis, len(desc.Shape)))
 	dx := make([]float64, n)
-	gs, xs, ys := make([]float64, v.k), make([]float64, v.k), make([]float64, v.k)
-	for s := 0; s < v.count(); s++ {
-		v.gather(dy, s, gs)
-		v.gather(x, s, xs)
-		v.gather(y, s, ys)
-		v.scatter(dx, s, ref.ScanBackward(op, gs, xs, ys, desc.Reverse))
+	gs, xs, ys := make([]float64, v.K), make([]float64, v.K), make([]float64, v.K)
+	for s := 0; s < v.Count(); s++ {
+		v.Gather(dy, s, gs)
+		v.Gather(x, s, xs)
+		v.Gather(y, s, ys)
+		v.Scatter(dx, s, ref.ScanBackward(op, gs, xs, ys, desc.Reverse))
 	}
 	return dx, nil
 }

@@ -361,30 +361,6 @@ func (t reduceTol) elem(x, want float64) Tol {
 	return tol
 }
 
-// reduceIndexer walks the slices of a row-major shape reduced along axis.
-type reduceIndexer struct {
-	outer, k, inner int
-}
-
-func newReduceIndexer(shape []int, axis int) reduceIndexer {
-	ix := reduceIndexer{outer: 1, k: shape[axis], inner: 1}
-	for d, s := range shape {
-		switch {
-		case d < axis:
-			ix.outer *= s
-		case d > axis:
-			ix.inner *= s
-		}
-	}
-	return ix
-}
-
-// at is the row-major index of position j of slice s (s = o*inner + i).
-func (ix reduceIndexer) at(s, j int) int {
-	o, i := s/ix.inner, s%ix.inner
-	return (o*ix.k+j)*ix.inner + i
-}
-
 // CheckReduce runs every case for one (op, dtype) and compares with the
 // reference; each case runs twice and must give the same bits.
 func (e *Env) CheckReduce(op ops.ReduceOp, dt dtype.DType, cases []ReduceCase, seed uint64) Result {
@@ -420,21 +396,21 @@ func (e *Env) runReduceCase(plan *ops.ReduceBackward, c ReduceCase, axis int, rn
 	d := plan.Desc()
 	dt, name := d.DType, d.Op.String()
 	keep := plan.KeepdimShape()
-	ix := newReduceIndexer(c.Shape, axis)
+	ix := ref.NewAxisSlices(c.Shape, axis)
 	n := int(product(c.Shape))
 	m := int(product(keep))
-	if ix.k == 0 {
+	if ix.K == 0 {
 		m = 0
 	}
 	x := make([]float64, n)
 	y := make([]float64, int(product(keep)))
 	dy := make([]float64, len(y))
-	slice := make([]float64, ix.k)
+	slice := make([]float64, ix.K)
 	for s := 0; s < m; s++ {
 		reduceSlice(rng, name, slice)
 		for j := range slice {
 			slice[j] = dtype.Round(dt, slice[j])
-			x[ix.at(s, j)] = slice[j]
+			x[ix.At(s, j)] = slice[j]
 		}
 		y[s] = dtype.Round(dt, ref.ReduceForward(name, slice, c.Correction))
 		dy[s] = dtype.Round(dt, rng.NormFloat64())
@@ -512,15 +488,15 @@ func (e *Env) runReduceCase(plan *ops.ReduceBackward, c ReduceCase, axis int, rn
 		}
 		first = got
 	}
-	want := make([]float64, ix.k)
+	want := make([]float64, ix.K)
 	for s := 0; s < m; s++ {
 		for j := range slice {
-			slice[j] = x[ix.at(s, j)]
+			slice[j] = x[ix.At(s, j)]
 		}
 		ref.ReduceBackward(name, dy[s], slice, y[s], c.Correction, want)
 		tol := newReduceTol(name, dt, dy[s], y[s], c.Correction, slice)
 		for j := range want {
-			i := ix.at(s, j)
+			i := ix.At(s, j)
 			ok, ulp := Compare(dt, first[i], want[j], tol.elem(slice[j], want[j]))
 			res.Checked++
 			if ulp > res.MaxULP {
