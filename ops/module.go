@@ -116,7 +116,6 @@ type loadedFunction struct {
 	// smemBlocksPerSM is blocksPerSM for launches with the kernelRef's
 	// dynamic shared memory (0 when it has none).
 	smemBlocksPerSM int
-	l2              int64 // the device's L2 cache in bytes
 }
 
 // errNoBuild: no module build for the device holds the kernel (a variant
@@ -152,11 +151,7 @@ func loadFunction(ctx *driver.Context, row *kernelRow, block, smem, smemCap int)
 	if per < 1 {
 		per = 1
 	}
-	l2, err := ctx.Device().L2CacheSize()
-	if err != nil {
-		return nil, err
-	}
-	lf := &loadedFunction{ctx: ctx, fn: fn, sms: sms, blocksPerSM: per, l2: int64(l2)}
+	lf := &loadedFunction{ctx: ctx, fn: fn, sms: sms, blocksPerSM: per}
 	if smem > 0 {
 		if smem > 48<<10 {
 			// Beyond 48 KiB a function must opt in, up to the device's

@@ -597,6 +597,13 @@ func (p *ReduceBackward) planStrip() error {
 // reduceStripEnv).
 func (p *ReduceBackward) stripOn() bool { return p.stripK != nil || p.stripcK != nil }
 
+// oneBig reports whether x is larger than the L2 cache of ctx's device,
+// where the one kernel pays (or reduceOneEnv takes it anyway).
+func (p *ReduceBackward) oneBig(ctx *driver.Context) bool {
+	l2, _ := ctx.Device().L2CacheSize()
+	return p.oneAny || p.numel*int64(p.desc.DType.Size()) > int64(l2)
+}
+
 // stripMayFill reports whether a strip kernel's grid can pass Run's test
 // on a device of sms multiprocessors (split col slices, and at least a
 // block per SM), before either kernel is loaded.
@@ -1205,8 +1212,7 @@ func (p *ReduceBackward) Run(s *driver.Stream, a *ReduceArgs) error {
 				return p.runCluster(s, lf, a, &L, tiles)
 			}
 		}
-		l2, _ := ctx.Device().L2CacheSize()
-		if p.one && L.mapping == redCol && (p.oneAny || p.numel*int64(p.desc.DType.Size()) > int64(l2)) {
+		if p.one && L.mapping == redCol && p.oneBig(ctx) {
 			lf, err := p.oneK.resolve(ctx)
 			if err != nil {
 				return err
