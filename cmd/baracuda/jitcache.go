@@ -175,12 +175,16 @@ func formatBytes(n int64) string {
 	return fmt.Sprintf("%.1f %s", v, suffix)
 }
 
+// processJITCache is the JIT cache as this process's environment sets it
+// up.
+func processJITCache() jitCacheConfig {
+	home, _ := os.UserHomeDir()
+	return resolveJITCache(os.LookupEnv, runtime.GOOS, home)
+}
+
 // printJITCache writes the JIT-cache section of 'baracuda info' for this
 // process's environment.
-func printJITCache(w io.Writer) {
-	home, _ := os.UserHomeDir()
-	writeJITCache(w, resolveJITCache(os.LookupEnv, runtime.GOOS, home))
-}
+func printJITCache(w io.Writer) { writeJITCache(w, processJITCache()) }
 
 // writeJITCache writes the section for c, reading the cache directory's
 // contents from disk.

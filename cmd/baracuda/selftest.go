@@ -5,8 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"runtime"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -119,7 +117,7 @@ func runSuites(env *conform.Env, quick bool) ([][]conform.Result, error) {
 // here come from it.
 func warmAll(w io.Writer, ctx *driver.Context, device int) error {
 	start := time.Now()
-	if cfg := resolveJITCache(os.LookupEnv, runtime.GOOS, homeDir()); cfg.Enabled {
+	if cfg := processJITCache(); cfg.Enabled {
 		// The fill only saves time: where it fails, the loads below
 		// compile what is missing.
 		procs := defaultWarmProcs(ctx.Device())

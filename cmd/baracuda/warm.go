@@ -33,7 +33,7 @@ func runWarm(w io.Writer, args []string) error {
 	if err := parseFlags(w, fs, args); err != nil {
 		return err
 	}
-	cfg := resolveJITCache(os.LookupEnv, runtime.GOOS, homeDir())
+	cfg := processJITCache()
 	if !cfg.Enabled {
 		return fmt.Errorf("warm: the driver's JIT cache is disabled (%s=%s), so there is nothing to fill", envCacheDisable, cfg.Disable)
 	}
@@ -69,11 +69,6 @@ func defaultWarmProcs(dev *driver.Device) int {
 		n = min(n, int(max(mem>>30, 1)))
 	}
 	return n
-}
-
-func homeDir() string {
-	h, _ := os.UserHomeDir()
-	return h
 }
 
 // fillJITCache runs procs jit-worker processes on device, each loading
