@@ -68,37 +68,17 @@ func (g *gpu) alloc(dt dtype.DType, n int) (driver.Buffer, error) {
 	return buf, err
 }
 
-// read copies n elements of dt back, after everything queued so far.
+// read copies n elements of dt back, after everything queued so far, as
+// float64 (dtype.Decode widens f32 and bf16 alike).
 func (g *gpu) read(dt dtype.DType, buf driver.Buffer, n int) ([]float64, error) {
-	out := make([]float64, n)
-	if dt == dtype.F32 {
-		f := make([]float32, n)
-		if err := driver.CopyFromDeviceAsync(g.stream, f, buf); err != nil {
-			return nil, err
-		}
-		if err := g.stream.Synchronize(); err != nil {
-			return nil, err
-		}
-		for i, v := range f {
-			out[i] = float64(v)
-		}
-		return out, nil
-	}
-	bits := make([]uint16, n)
-	if err := driver.CopyFromDeviceAsync(g.stream, bits, buf); err != nil {
+	raw := make([]byte, n*dt.Size())
+	if err := g.stream.CopyDtoHAsync(raw, buf); err != nil {
 		return nil, err
 	}
 	if err := g.stream.Synchronize(); err != nil {
 		return nil, err
 	}
-	f, err := dtype.From16(dt, bits)
-	if err != nil {
-		return nil, err
-	}
-	for i, v := range f {
-		out[i] = float64(v)
-	}
-	return out, nil
+	return dtype.Decode(dt, raw), nil
 }
 
 // report prints the largest difference from the CPU path, relative to the
