@@ -134,7 +134,7 @@ template <typename M> __device__ __forceinline__ RedCtx<M> red_ctx(M p, M q, int
 
 // RedNoStats is the base of the ops that need no per-slice statistics.
 struct RedNoStats {
-	static constexpr bool stats = false, provisional = false, batch = false;
+	static constexpr bool stats = false, provisional = false, batch = false, mend_unflagged = false;
 	static constexpr int flat_slots = 0;
 	template <typename M> __device__ static RedAcc<M> init() { return red_acc(M(0), 0); }
 	template <typename M> __device__ static RedAcc<M> assumed() { return red_acc(M(0), 0); }
@@ -142,6 +142,9 @@ struct RedNoStats {
 	template <typename M> __device__ static void combine(RedAcc<M>&, const RedAcc<M>&) {}
 	template <typename M> __device__ static bool fix(const RedAcc<M>&) { return true; }
 	template <typename M> __device__ static bool fix_chunk(const RedAcc<M>&, const RedAcc<M>&) { return true; }
+	template <typename M> __device__ static bool wide(const RedAcc<M>&) { return false; }
+	template <typename M> __device__ static bool mend_flag(M, M) { return false; }
+	template <typename M> __device__ static bool mend_all(M) { return false; }
 };
 
 // sum: y = Σx. dx = g.
@@ -170,8 +173,9 @@ struct RedMean : RedNoStats {
 // Provisional: count == 1, where g/1*mask is bit-identical.
 struct RedMaxMin {
 	static constexpr bool needs_x = true, needs_y = true, stats = true, provisional = true, batch = false;
+	static constexpr bool mend_unflagged = false;  // see wide
 	// flat_slots: positions of elements equal to y the flat kernel records
-	// per slice (red_flat_mark), so that a slice with that few ties is
+	// per slice (red_flat_count), so that a slice with that few ties is
 	// mended without reading x again.
 	static constexpr int flat_slots = 4;
 	template <typename M> __device__ static RedAcc<M> init() { return red_acc(M(0), 0); }
@@ -179,6 +183,12 @@ struct RedMaxMin {
 	template <typename M> __device__ static void accum(RedAcc<M>& a, M x, M y) { a.z += (x == y) ? 1 : 0; }
 	template <typename M> __device__ static void combine(RedAcc<M>& a, const RedAcc<M>& b) { a.z += b.z; }
 	template <typename M> __device__ static bool fix(const RedAcc<M>& a) { return a.z != 1; }
+	// The flat path (red_flat_fix) mends a slice with more ties than
+	// slots across the whole grid: each element equal to y gets
+	// elem(slice, y), every other one keeps g*0.
+	template <typename M> __device__ static bool wide(const RedAcc<M>& a) { return a.z > flat_slots; }
+	template <typename M> __device__ static bool mend_flag(M x, M y) { return x == y; }
+	template <typename M> __device__ static bool mend_all(M) { return false; }
 	// With count >= 2, a chunk holding no element equal to y keeps its
 	// provisional g*0, the same bits as (g/count)*0; count 0 (y NaN, or
 	// equal to no element) rewrites every chunk.
@@ -204,6 +214,7 @@ struct RedProd {
 	// batch: the col statistics loop issues a batch's loads first (see
 	// red_col_tile); for the other ops that form measured slower.
 	static constexpr bool needs_x = true, needs_y = true, stats = true, provisional = true, batch = true;
+	static constexpr bool mend_unflagged = true;  // see wide
 	static constexpr int flat_slots = 0;
 	template <typename M> __device__ static RedAcc<M> init() { return red_acc(M(1), 0); }
 	template <typename M> __device__ static RedAcc<M> assumed() { return red_acc(M(1), 0); }
@@ -220,6 +231,14 @@ struct RedProd {
 	}
 	template <typename M> __device__ static bool fix(const RedAcc<M>& a) { return a.z != 0; }
 	template <typename M> __device__ static bool fix_chunk(const RedAcc<M>&, const RedAcc<M>&) { return true; }
+	// The flat path (red_flat_fix) mends a slice with two or more zeros
+	// across the whole grid, where every dx is g*0: the provisional
+	// g*(y/x) already is, with y == 0, at every positive finite x; the
+	// other elements (mend_flag) are rewritten, and where y is not 0 (a NaN
+	// or infinite factor made it NaN) the whole slice is.
+	template <typename M> __device__ static bool wide(const RedAcc<M>& a) { return a.z >= 2; }
+	template <typename M> __device__ static bool mend_flag(M x, M) { return !(x > M(0) && x < M(INFINITY)); }
+	template <typename M> __device__ static bool mend_all(M y) { return !(y == M(0)); }
 	template <typename M> __device__ static RedCtx<M> slice(M g, M y, const RedAcc<M>& a, double, i64) {
 		if (a.z == 0) return red_ctx(g, y, 0);
 		const M zero = g * M(0);
@@ -260,6 +279,7 @@ struct RedLogSumExp : RedNoStats {
 // x == mean or g == 0), N < c a negative factor.
 struct RedVar {
 	static constexpr bool needs_x = true, needs_y = false, stats = true, provisional = false, batch = false;
+	static constexpr bool mend_unflagged = false;
 	static constexpr int flat_slots = 0;
 	template <typename M> __device__ static RedAcc<M> init() { return red_acc(M(0), 0); }
 	template <typename M> __device__ static RedAcc<M> assumed() { return red_acc(M(0), 0); }
@@ -267,6 +287,9 @@ struct RedVar {
 	template <typename M> __device__ static void combine(RedAcc<M>& a, const RedAcc<M>& b) { a.a += b.a; }
 	template <typename M> __device__ static bool fix(const RedAcc<M>&) { return true; }
 	template <typename M> __device__ static bool fix_chunk(const RedAcc<M>&, const RedAcc<M>&) { return true; }
+	template <typename M> __device__ static bool wide(const RedAcc<M>&) { return false; }
+	template <typename M> __device__ static bool mend_flag(M, M) { return false; }
+	template <typename M> __device__ static bool mend_all(M) { return false; }
 	template <typename M> __device__ static RedCtx<M> slice(M g, M, const RedAcc<M>& a, double scale, i64 k) {
 		return red_ctx(M(scale) * g, a.a / M(k), 0);
 	}
@@ -1019,13 +1042,26 @@ __device__ __forceinline__ void red_total(const T* __restrict__ x, const T* __re
 }
 
 // The flat kernel for the provisional ops (max, min, prod; see
-// reduce_flat) leaves in the workspace a count per slice, cnt[s], of the
-// elements where the provisional dx may be wrong (Op::accum's z of that
-// element alone: max/min an element equal to y, prod a zero), and after
-// the counts, at a 16-byte boundary, Op::flat_slots flat indices per slice
-// of such elements (the first ones to arrive; any order).
+// reduce_flat) leaves in the workspace:
+//   - cnt[s], a count per slice of the elements where the provisional dx
+//     may be wrong (Op::accum's z of that element alone: max/min an
+//     element equal to y, prod a zero), then cnt[S], the wide flag: set
+//     when some slice counted more than Op::flat_slots such elements;
+//   - at a 16-byte boundary, Op::flat_slots flat indices per slice of such
+//     elements (the first ones to arrive; any order);
+//   - at a 16-byte boundary, the mend mask: one bit per element of x,
+//     Op::mend_flag (the elements a wide mend rewrites), N 32-bit words per
+//     32 packs (red_flat_bits_store).
+__device__ __forceinline__ i64 red_flat_counts_size(i64 S) { return (4 * (S + 1) + 15) & ~(i64)15; }
+
 __device__ __forceinline__ i64* red_flat_slots(void* ws, i64 S) {
-	return reinterpret_cast<i64*>(static_cast<unsigned char*>(ws) + ((4 * S + 15) & ~(i64)15));
+	return reinterpret_cast<i64*>(static_cast<unsigned char*>(ws) + red_flat_counts_size(S));
+}
+
+template <typename Op>
+__device__ __forceinline__ unsigned* red_flat_bits(void* ws, i64 S) {
+	const i64 off = (red_flat_counts_size(S) + 8 * Op::flat_slots * S + 15) & ~(i64)15;
+	return reinterpret_cast<unsigned*>(static_cast<unsigned char*>(ws) + off);
 }
 
 // red_flag tells whether x is such an element.
@@ -1035,21 +1071,70 @@ template <typename Op, typename M> __device__ __forceinline__ bool red_flag(M x,
 	return t.z != 0;
 }
 
-// red_flat_mark counts the flagged elements m (bits) of slice s, whose
-// flat indices are q0 + bit, with one integer atomic (the counts are exact
-// and order-free), and records the first Op::flat_slots indices.
+// red_flat_count (all 32 lanes of a warp, converged) adds to cnt[s] the
+// flagged elements m (bits) of each lane, whose flat indices are q0 + bit,
+// with one integer atomic per slice the warp touches (lanes grouped by
+// slice; a lane with m == 0 passes any s), so that a slice whose every
+// element ties costs an atomic per warp, not per element. The counts are
+// exact and order-free. Each lane then records its indices in the slots
+// from the place its prefix over the group's lanes gives it, while that is
+// under Op::flat_slots; a count that passes Op::flat_slots sets the wide
+// flag.
 template <typename Op>
-__device__ __forceinline__ void red_flat_mark(void* ws, i64 S, i64 s, unsigned m, i64 q0) {
-	int b = atomicAdd(static_cast<int*>(ws) + s, __popc(m));
+__device__ __forceinline__ void red_flat_count(void* ws, i64 S, i64 s, unsigned m, i64 q0) {
+	const unsigned full = 0xffffffffu;
+	if (__ballot_sync(full, m != 0) == 0) return;
+	const int lane = threadIdx.x & 31;
+	const int c = __popc(m);
+	const unsigned peers = __match_any_sync(full, m != 0 ? s : (i64)-1);
+	int p = c;  // inclusive prefix of c over the warp
+#pragma unroll
+	for (int d = 1; d < 32; d <<= 1) {
+		const int t = __shfl_up_sync(full, p, d);
+		if (lane >= d) p += t;
+	}
+	const int lead = __ffs(peers) - 1, last = 31 - __clz(peers);
+	const int before = __shfl_sync(full, p - c, lead);
+	const int total = __shfl_sync(full, p, last) - before;
+	int b = 0;
+	if (m != 0 && lane == lead) {
+		int* cnt = static_cast<int*>(ws);
+		b = atomicAdd(cnt + s, total);
+		if (b + total > Op::flat_slots) static_cast<volatile int*>(cnt)[S] = 1;
+	}
+	b = __shfl_sync(full, b, lead);
 	if (Op::flat_slots == 0) return;
 	i64* slot = red_flat_slots(ws, S) + s * Op::flat_slots;
-	for (; m != 0 && b < Op::flat_slots; m &= m - 1, ++b) slot[b] = q0 + __ffs(m) - 1;
+	for (int at = b + p - c - before; m != 0 && at < Op::flat_slots; m &= m - 1, ++at) slot[at] = q0 + __ffs(m) - 1;
+}
+
+// red_flat_bits_store (all 32 lanes, converged) writes the mend bits mb of
+// the warp's 32 packs q0..q0+31 (q0 a multiple of 32; N bits a lane, the
+// bit of element e of lane l at l*N + e) as N words.
+template <int N>
+__device__ __forceinline__ void red_flat_bits_store(unsigned* bits, i64 q0, unsigned mb) {
+	constexpr int G = 32 / N;  // lanes per word
+	const int lane = threadIdx.x & 31;
+	unsigned w = mb << ((lane % G) * N);
+#pragma unroll
+	for (int d = 1; d < G; d <<= 1) w |= __shfl_xor_sync(0xffffffffu, w, d);
+	if (lane % G == 0) bits[(q0 >> 5) * N + lane / G] = w;
+}
+
+// red_flat_bits_load is lane l's N bits of pack q0 + l (as stored).
+template <int N>
+__device__ __forceinline__ unsigned red_flat_bits_load(const unsigned* bits, i64 q0) {
+	constexpr int G = 32 / N;
+	const int lane = threadIdx.x & 31;
+	return (bits[(q0 >> 5) * N + lane / G] >> ((lane % G) * N)) & ((1u << N) - 1u);
 }
 
 // red_flat_redo rewrites slice s whose count says the provisional dx is
-// wrong and whose flagged elements were not all recorded (one warp): its
-// statistics from x (lane-strided, then an xor butterfly and lane 0's
-// total: a fixed order), then every dx. A call, as red_total_fix.
+// wrong and which neither the slots nor a wide mend cover (max/min with no
+// element equal to y; prod with one zero, which needs the product of the
+// others), with one warp: its statistics from x (lane-strided, then an xor
+// butterfly and lane 0's total: a fixed order), then every dx. A call, as
+// red_total_fix.
 template <typename T, typename Op>
 __device__ __noinline__ void red_flat_redo(const T* __restrict__ x, T* __restrict__ dx, typename OpMath<T>::type g,
 		typename OpMath<T>::type yv, double scale, i64 k, i64 xo, i64 xs, i64 dof, i64 ds) {
@@ -1062,22 +1147,28 @@ __device__ __noinline__ void red_flat_redo(const T* __restrict__ x, T* __restric
 	red_fix_rows<T, Op>(x + xo, dx + dof, Op::template slice<M>(g, yv, acc, scale, k), k, xs, ds);
 }
 
-// red_flat_fix (the apply kernel's RED_PHASE_FLAT, after the flat kernel):
-// a thread per slice reads its count (one coalesced load for a warp's 32
-// slices); where Op::fix says the provisional dx is wrong, a slice whose
-// flagged elements were all recorded (max/min with 2..flat_slots ties:
-// each equals y, so dx there is elem(cx, y), and every other element keeps
-// its g*0, the same bits as (g/count)*0) is mended by its thread at those
-// indices alone; the warp then redoes together, one after another, its
-// slices that need more (max/min with no element equal to y, or more ties
-// than slots; prod with a zero: red_flat_redo). The first form, a warp per
-// slice (512 blocks for 4096 slices, most reading one count), took 7 us
-// under ncu for bf16 max along axis 0 against the flat kernel's 23; this
-// one measured 0.3-0.6 us faster in the benchmark (H100).
+// red_flat_fix (the apply kernel's RED_PHASE_FLAT, after the flat kernel)
+// first walks the slices, a thread per slice (one coalesced load of a
+// warp's 32 counts). Where Op::fix says the provisional dx is wrong:
+//   - a slice whose flagged elements were all recorded (max/min with
+//     2..flat_slots ties: each equals y, so dx there is elem(cx, y), and
+//     every other element keeps its g*0, the same bits as (g/count)*0) is
+//     mended by its thread at those indices alone;
+//   - a wide slice (Op::wide: more ties than slots; prod with two or more
+//     zeros) is left to the second walk;
+//   - the warp redoes together, one after another, the rest
+//     (red_flat_redo).
+// Then, where the wide flag is set, the whole grid walks x's packs as the
+// flat kernel did and rewrites, in the packs of wide slices, the elements
+// the mend mask flags (all of a slice where Op::mend_all), from the count
+// alone: elem(cx, y) where flagged, elem(cx, NaN) (max/min: (g/count)*0;
+// prod: g*0) elsewhere in the pack, without reading x. So ties cost one
+// pass over the mask, not over x, and the grid covers long slices.
 template <typename T, typename Op>
 __device__ __forceinline__ void red_flat_fix(const T* __restrict__ x, const T* __restrict__ y,
 		const T* __restrict__ dy, T* __restrict__ dx, void* __restrict__ ws, const ReduceLayout& L) {
 	typedef typename OpMath<T>::type M;
+	constexpr int N = Pack<T>::N;
 	if (!Op::provisional) return;
 	const int lane = threadIdx.x & 31;
 	const int* cnt = static_cast<const int*>(ws);
@@ -1088,7 +1179,7 @@ __device__ __forceinline__ void red_flat_fix(const T* __restrict__ x, const T* _
 		bool need = false;
 		if (s < L.slices) {
 			acc.z = cnt[s];
-			need = Op::fix(acc);
+			need = Op::fix(acc) && !Op::wide(acc);
 		}
 		const bool slots = need && Op::flat_slots > 0 && acc.z > 0 && acc.z <= Op::flat_slots;
 		if (slots) {
@@ -1110,6 +1201,43 @@ __device__ __forceinline__ void red_flat_fix(const T* __restrict__ x, const T* _
 			const RedOff o = red_offsets(sr, L);
 			red_flat_redo<T, Op>(x, dx, to_op(dy[o.dy]), to_op(y[o.y]), L.scale, L.k, o.x, L.kstride[0], o.dx,
 					L.kstride[1]);
+		}
+	}
+	if (cnt[L.slices] == 0) return;
+	const unsigned* bits = red_flat_bits<Op>(ws, L.slices);
+	const M nan = M(NAN);
+	for (i64 q0 = global_tid() - lane; q0 < L.fpacks; q0 += nth) {
+		const i64 q = q0 + lane;
+		const unsigned mb = red_flat_bits_load<N>(bits, q0);
+		if (q >= L.fpacks) continue;
+		const i64 o = bc_div(q, L.fmagic[0], L.fshift[0]);
+		if (L.fip == 0) {
+			if (mb == 0 && !Op::mend_unflagged) continue;
+			RedAcc<M> acc = Op::template assumed<M>();
+			acc.z = cnt[o];
+			if (!Op::wide(acc)) continue;
+			const M yv = to_op(y[o]);
+			if (mb == 0 && !Op::mend_all(yv)) continue;
+			const RedCtx<M> cx = Op::template slice<M>(to_op(dy[o]), yv, acc, L.scale, L.k);
+			Pack<T> out;
+#pragma unroll
+			for (int e = 0; e < N; ++e) out.v[e] = from_op<T>(Op::elem(cx, (mb >> e) & 1 ? yv : nan));
+			store_pack(dx + q * N, out);
+		} else {
+			// Each element is its own slice kq + e; only those of wide
+			// slices are written.
+			const i64 kq = (o * L.fip + q - bc_div(q, L.fmagic[1], L.fshift[1]) * L.fip) * N;
+#pragma unroll
+			for (int e = 0; e < N; ++e) {
+				RedAcc<M> acc = Op::template assumed<M>();
+				acc.z = cnt[kq + e];
+				if (!Op::wide(acc)) continue;
+				const M yv = to_op(y[kq + e]);
+				const bool flagged = (mb >> e) & 1;
+				if (!flagged && !Op::mend_all(yv)) continue;
+				const RedCtx<M> cx = Op::template slice<M>(to_op(dy[kq + e]), yv, acc, L.scale, L.k);
+				dx[q * N + e] = from_op<T>(Op::elem(cx, flagged ? yv : nan));
+			}
 		}
 	}
 }
@@ -1146,19 +1274,85 @@ __device__ __forceinline__ void red_flat_fix(const T* __restrict__ x, const T* _
 // when I is a multiple of N (fip = I/N: dy and y are packs too, fmagic[0]
 // divides by k*I/N and fmagic[1] by fip).
 // The provisional ops (max, min, prod) take it too where their slices
-// would be split: it writes the provisional dx (their common case: one
-// element equal to y; no zero) and counts per slice, with integer atomics,
-// the elements that may make it wrong (red_flat_mark: for max/min an
-// element equal to y, about one per slice; for prod a zero); the apply
-// kernel's RED_PHASE_FLAT launch then mends the few slices where it is
-// wrong (red_flat_fix). Every dx is the same bits whatever the order of
-// the atomics. It is empty for var and std, which need the mean first.
+// would be split (red_flat_provisional): it writes the provisional dx
+// (their common case: one element equal to y; no zero), counts per slice
+// the elements that may make it wrong (red_flat_count: for max/min an
+// element equal to y, for prod a zero) and writes the mend mask; the apply
+// kernel's RED_PHASE_FLAT launch then mends the slices where it is wrong
+// (red_flat_fix). Every dx is the same bits whatever the order of the
+// atomics. It is empty for var and std, which need the mean first.
+template <typename T, typename Op>
+__device__ __forceinline__ void red_flat_provisional(const T* __restrict__ x, const T* __restrict__ y,
+		const T* __restrict__ dy, T* __restrict__ dx, void* __restrict__ ws, const ReduceLayout& L) {
+	typedef typename OpMath<T>::type M;
+	constexpr int N = Pack<T>::N;
+	const RedAcc<M> assumed = Op::template assumed<M>();
+	const int lane = threadIdx.x & 31;
+	unsigned* bits = red_flat_bits<Op>(ws, L.slices);
+	const i64 nth = grid_threads();
+	for (i64 q0 = global_tid() - lane; q0 < L.fpacks; q0 += nth) {  // q0: the warp's first pack (warp-uniform)
+		const i64 q = q0 + lane;
+		unsigned m = 0, mb = 0;  // per element: red_flag, Op::mend_flag
+		i64 o = -1, kq = 0;
+		if (q < L.fpacks) {
+			o = bc_div(q, L.fmagic[0], L.fshift[0]);
+			const Pack<T> xv = load_pack(x + q * N);
+			Pack<T> out;
+			if (L.fip == 0) {
+				const M yv = to_op(y[o]);
+				const RedCtx<M> c = Op::template slice<M>(to_op(dy[o]), yv, assumed, L.scale, L.k);
+				red_elems<Op, M, T, N>(xv.v, out.v, c);
+#pragma unroll
+				for (int e = 0; e < N; ++e) {
+					const M xe = to_op(xv.v[e]);
+					m |= red_flag<Op>(xe, yv) ? 1u << e : 0u;
+					mb |= Op::mend_flag(xe, yv) ? 1u << e : 0u;
+				}
+			} else {
+				kq = (o * L.fip + q - bc_div(q, L.fmagic[1], L.fshift[1]) * L.fip) * N;
+				const Pack<T> gv = load_pack(dy + kq), yp = load_pack(y + kq);
+				bool bad = false;
+#pragma unroll
+				for (int e = 0; e < N; ++e) {
+					const M yv = to_op(yp.v[e]), xe = to_op(xv.v[e]);
+					const RedCtx<M> c = Op::template slice<M>(to_op(gv.v[e]), yv, assumed, L.scale, L.k);
+					out.v[e] = from_op<T>(RedFast<Op, T>::elem(c, xe, bad));
+					m |= red_flag<Op>(xe, yv) ? 1u << e : 0u;
+					mb |= Op::mend_flag(xe, yv) ? 1u << e : 0u;
+				}
+				if (bad) {
+					// RedFast's quotient was out of its range somewhere:
+					// the exact form for the whole pack (as red_elems).
+#pragma unroll
+					for (int e = 0; e < N; ++e) {
+						const M yv = to_op(yp.v[e]);
+						out.v[e] = from_op<T>(Op::elem(Op::template slice<M>(to_op(gv.v[e]), yv, assumed, L.scale, L.k),
+								to_op(xv.v[e])));
+					}
+				}
+			}
+			store_pack(dx + q * N, out);
+		}
+		if (L.fip == 0) {
+			red_flat_count<Op>(ws, L.slices, o, m, q * N);
+		} else {
+			// Each element is its own slice kq + e.
+#pragma unroll
+			for (int e = 0; e < N; ++e) red_flat_count<Op>(ws, L.slices, kq + e, (m >> e) & 1u, q * N + e);
+		}
+		red_flat_bits_store<N>(bits, q0, mb);
+	}
+}
+
 template <typename T, typename Op>
 __device__ __forceinline__ void reduce_flat(const T* __restrict__ x, const T* __restrict__ y,
 		const T* __restrict__ dy, T* __restrict__ dx, void* __restrict__ ws, const ReduceLayout& L) {
 	typedef typename OpMath<T>::type M;
 	constexpr int N = Pack<T>::N;
-	if (Op::stats && !Op::provisional) return;
+	if (Op::stats) {
+		if (Op::provisional) red_flat_provisional<T, Op>(x, y, dy, dx, ws, L);
+		return;
+	}
 	const RedAcc<M> assumed = Op::template assumed<M>();
 	const i64 nth = grid_threads();
 	for (i64 q = global_tid(); q < L.fpacks; q += nth) {
@@ -1168,29 +1362,19 @@ __device__ __forceinline__ void reduce_flat(const T* __restrict__ x, const T* __
 		if (L.fip == 0) {
 			const M yv = Op::needs_y ? to_op(y[o]) : M(0);
 			const RedCtx<M> c = Op::template slice<M>(to_op(dy[o]), yv, assumed, L.scale, L.k);
-			if (Op::provisional) {
-				red_elems<Op, M, T, N>(xv.v, out.v, c);
-				unsigned m = 0;
 #pragma unroll
-				for (int e = 0; e < N; ++e) m |= red_flag<Op>(to_op(xv.v[e]), yv) ? 1u << e : 0u;
-				if (m != 0) red_flat_mark<Op>(ws, L.slices, o, m, q * N);
-			} else {
-#pragma unroll
-				for (int e = 0; e < N; ++e) out.v[e] = from_op<T>(Op::elem(c, Op::needs_x ? to_op(xv.v[e]) : M(0)));
-			}
+			for (int e = 0; e < N; ++e) out.v[e] = from_op<T>(Op::elem(c, Op::needs_x ? to_op(xv.v[e]) : M(0)));
 		} else {
 			const i64 kq = (o * L.fip + q - bc_div(q, L.fmagic[1], L.fshift[1]) * L.fip) * N;
 			const Pack<T> gv = load_pack(dy + kq);
 			Pack<T> yp;
 			if (Op::needs_y) yp = load_pack(y + kq);
 			bool bad = false;
-			unsigned m = 0;
 #pragma unroll
 			for (int e = 0; e < N; ++e) {
 				const M yv = Op::needs_y ? to_op(yp.v[e]) : M(0), xe = Op::needs_x ? to_op(xv.v[e]) : M(0);
 				const RedCtx<M> c = Op::template slice<M>(to_op(gv.v[e]), yv, assumed, L.scale, L.k);
 				out.v[e] = from_op<T>(RedFast<Op, T>::elem(c, xe, bad));
-				if (Op::provisional) m |= red_flag<Op>(xe, yv) ? 1u << e : 0u;
 			}
 			if (bad) {
 				// RedFast's quotient was out of its range somewhere: the
@@ -1200,11 +1384,6 @@ __device__ __forceinline__ void reduce_flat(const T* __restrict__ x, const T* __
 					const M yv = Op::needs_y ? to_op(yp.v[e]) : M(0), xe = Op::needs_x ? to_op(xv.v[e]) : M(0);
 					out.v[e] = from_op<T>(Op::elem(Op::template slice<M>(to_op(gv.v[e]), yv, assumed, L.scale, L.k), xe));
 				}
-			}
-			// Each element is its own slice kq + e.
-			for (; m != 0; m &= m - 1) {
-				const int e = __ffs(m) - 1;
-				red_flat_mark<Op>(ws, L.slices, kq + e, 1u, q * N + e);
 			}
 		}
 		store_pack(dx + q * N, out);

@@ -225,18 +225,20 @@ const (
 // without statistics; where the operands are dense and their slices would
 // be split, Run takes the flat kernel for it, which also counts per slice
 // (integer atomics into the workspace, zeroed by a memset first) the
-// elements that may make it wrong and records the first flatSlots of
-// them, then one apply launch (redPhaseFlat, a thread per slice) mends the
-// slices where it is wrong: at the recorded elements alone, or by reading
-// the slice again (gen/reduce.cuh, red_flat_fix). Against the stats kernel
-// and red_total (or the cluster kernel), which read x as strided tiles and
-// combine partials, the flat kernel streams x at the binary kernels' speed
-// (measured on an H100). Slices that are not split keep the
-// row and col kernels, which read x once in one launch.
+// elements that may make it wrong, records the first flatSlots of them and
+// writes a mask of the elements a wide mend rewrites; then one apply
+// launch (redPhaseFlat) mends the slices where it is wrong: at the
+// recorded elements alone, across the whole grid from the mask (many ties;
+// prod with two or more zeros), or by reading the slice again
+// (gen/reduce.cuh, red_flat_fix). Against the stats kernel and red_total
+// (or the cluster kernel), which read x as strided tiles and combine
+// partials, the flat kernel streams x at the binary kernels' speed
+// (measured on an H100). Slices that are not split keep the row and col
+// kernels, which read x once in one launch.
 const reduceFlatEnv = "BARACUDA_REDUCE_FLAT"
 
 // flatSlots is RedMaxMin::flat_slots (0 for Prod, which rereads a slice
-// with a zero anyway: it needs the product of the others).
+// with one zero anyway: it needs the product of the others).
 func flatSlots(op ReduceOp) int64 {
 	if op == ReduceMax || op == ReduceMin {
 		return 4
@@ -244,10 +246,19 @@ func flatSlots(op ReduceOp) int64 {
 	return 0
 }
 
-// flatFixSize is the workspace of the flat path: a 4-byte count per slice,
-// then at a 16-byte boundary flatSlots 8-byte indices per slice.
-func flatFixSize(op ReduceOp, slices int64) int64 {
-	return (4*slices+15)&^15 + 8*flatSlots(op)*slices
+// flatCountsSize is the flat path's counts: a 4-byte count per slice, then
+// the wide flag, padded to 16 bytes (red_flat_counts_size).
+func flatCountsSize(slices int64) int64 {
+	return (4*(slices+1) + 15) &^ 15
+}
+
+// flatFixSize is the workspace of the flat path: the counts, then
+// flatSlots 8-byte indices per slice, then at a 16-byte boundary the mend
+// mask, one bit per element of x in 32-bit words, n words per 32 packs of
+// n elements (red_flat_bits).
+func flatFixSize(op ReduceOp, dt dtype.DType, slices, packs int64) int64 {
+	n := int64(16 / dt.Size())
+	return (flatCountsSize(slices)+8*flatSlots(op)*slices+15)&^15 + 4*n*ceilDiv(packs, 32)
 }
 
 // The one-pass col split: Var and Std, whose split col slices otherwise
@@ -765,7 +776,7 @@ func NewReduceBackward(desc ReduceDesc) (*ReduceBackward, error) {
 			}
 			p.ws = entries * acc
 			if p.flatFx {
-				p.ws = max(p.ws, flatFixSize(desc.Op, p.slices))
+				p.ws = max(p.ws, flatFixSize(desc.Op, desc.DType, p.slices, p.flat.packs))
 			}
 			if p.one {
 				// Then the ticket and one arrival counter per slice
@@ -1110,7 +1121,9 @@ func (L *reduceLayout) blocks() int64 {
 		return ceilDiv(L.slices, redBlock/32) // a warp per slice
 	}
 	if L.phase == redPhaseFlat {
-		return ceilDiv(L.slices, redBlock) // a thread per slice
+		// A thread per slice, and the flat kernel's grid for a wide mend
+		// (launchSmem caps it at the resident blocks).
+		return max(ceilDiv(L.slices, redBlock), int64(gridCover(L.flat.packs, redBlock)))
 	}
 	if L.flat.packs > 0 {
 		return int64(gridCover(L.flat.packs, redBlock))
@@ -1189,7 +1202,7 @@ func (p *ReduceBackward) Run(s *driver.Stream, a *ReduceArgs) error {
 		// red_flat_fix, which finds each slice by the strided layout.
 		p.layout(a, &L)
 		L.flat = p.flat
-		if err := s.MemsetD8Async(a.Workspace.Slice(0, 4*p.slices), 0); err != nil {
+		if err := s.MemsetD8Async(a.Workspace.Slice(0, 4*(p.slices+1)), 0); err != nil {
 			return err
 		}
 		return p.launchThenApply(s, lf, a, &L, redPhaseFlat)
@@ -1300,6 +1313,10 @@ func (p *ReduceBackward) launchSmem(s *driver.Stream, lf *loadedFunction, a *Red
 	capped := L.flat.packs == 0 && (smem > 0 || (p.desc.Op.needsSaved() && (L.mapping != redRow || p.desc.DType != dtype.F32)))
 	if limit := int64(lf.sms * per); grid > limit && capped {
 		grid = limit
+	} else if L.phase == redPhaseFlat {
+		// Most of red_flat_fix's blocks find no wide slice and return:
+		// no more of them than fit at once.
+		grid = max(min(grid, limit), ceilDiv(L.slices, redBlock))
 	}
 	return p.launchGrid(s, lf, a, L, max(min(grid, maxGridX), 1), smem)
 }

@@ -744,7 +744,7 @@ func TestReduceFlatPlan(t *testing.T) {
 			t.Errorf("%s %s %v axis %d %s=%q: flat path %v, want %v", c.op, c.dt, c.shape, c.axis, reduceFlatEnv, c.env, p.flatFx, c.want)
 		}
 		if c.want {
-			need := flatFixSize(c.op, p.slices)
+			need := flatFixSize(c.op, c.dt, p.slices, p.flat.packs)
 			if p.ws < need || p.flat.packs == 0 {
 				t.Errorf("%s %s %v: workspace %d (flat path needs %d), packs %d", c.op, c.dt, c.shape, p.ws, need, p.flat.packs)
 			}
@@ -753,11 +753,13 @@ func TestReduceFlatPlan(t *testing.T) {
 			}
 		}
 	}
-	if got, want := flatFixSize(ReduceMax, 4096), int64(4096*4+4096*4*8); got != want {
-		t.Errorf("flatFixSize(max, 4096) = %d, want %d", got, want)
+	// Counts and the wide flag (16-byte aligned), slots, then the mask:
+	// 4 f32 elements a pack, a bit each, 4 words per 32 packs.
+	if got, want := flatFixSize(ReduceMax, dtype.F32, 4096, 1<<20), int64(16400+4096*4*8+4*4*(1<<15)); got != want {
+		t.Errorf("flatFixSize(max, f32, 4096 slices, 2^20 packs) = %d, want %d", got, want)
 	}
-	if got, want := flatFixSize(ReduceProd, 5), int64(32); got != want {
-		t.Errorf("flatFixSize(prod, 5) = %d, want %d", got, want)
+	if got, want := flatFixSize(ReduceProd, dtype.BF16, 5, 33), int64(32+4*8*2); got != want {
+		t.Errorf("flatFixSize(prod, bf16, 5 slices, 33 packs) = %d, want %d", got, want)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/baracuda-go/baracuda/driver"
 	"github.com/baracuda-go/baracuda/dtype"
@@ -50,7 +51,20 @@ type ReduceCase struct {
 	Correction float64
 	// Layouts of x, y, dy, dx (y and dy are laid out in keepdim shape).
 	Layouts [4]func([]int) Layout
+	// Data replaces the suite's random slices where set: DataEqual or
+	// DataSaturated.
+	Data string
 }
+
+// The tie-heavy inputs of ReduceTieCases.
+const (
+	// DataEqual: every element of a slice is the same value (prod: 0).
+	DataEqual = "equal"
+	// DataSaturated: a clamped input: max (min) is cut at the slice's 90th
+	// (10th) percentile, so that at least a tenth of the slice equals y;
+	// prod has a zero at every tenth position.
+	DataSaturated = "saturated"
+)
 
 func (c ReduceCase) String() string {
 	s := fmt.Sprintf("%v axis %d", c.Shape, c.Axis)
@@ -60,7 +74,61 @@ func (c ReduceCase) String() string {
 	for i, f := range c.Layouts {
 		s += fmt.Sprintf(" %s:%s", [4]string{"x", "y", "dy", "dx"}[i], f(c.Shape).Name)
 	}
+	if c.Data != "" {
+		s += " data:" + c.Data
+	}
 	return s
+}
+
+// ReduceTieCases are the tie-heavy and long-slice regimes: one slice of
+// 2^24, four long rows, four long columns (the flat path) and 2^22 slices
+// of four, with every element of a slice equal and with saturated slices,
+// contiguous. quick cuts every shape to 2^16 elements.
+func ReduceTieCases(quick bool) []ReduceCase {
+	long := 1 << 22
+	if quick {
+		long = 1 << 14
+	}
+	var cs []ReduceCase
+	for _, data := range []string{DataEqual, DataSaturated} {
+		for _, s := range []struct {
+			shape []int
+			axis  int
+		}{{[]int{4 * long}, 0}, {[]int{4, long}, 1}, {[]int{long, 4}, 0}, {[]int{long, 4}, 1}} {
+			cs = append(cs, ReduceCase{Shape: s.shape, Axis: s.axis, Correction: 1, Layouts: same4(Contiguous), Data: data})
+		}
+	}
+	return cs
+}
+
+// tieSlice rewrites x (one slice, already random) as data asks.
+func tieSlice(op, data string, x []float64) {
+	switch {
+	case data == DataEqual && op == "prod":
+		clear(x)
+	case data == DataEqual:
+		for i := range x {
+			x[i] = x[0]
+		}
+	case data == DataSaturated && op == "prod":
+		for j := 3; j < len(x); j += 10 {
+			x[j] = 0
+		}
+	case data == DataSaturated:
+		sorted := slices.Clone(x)
+		slices.Sort(sorted)
+		q := sorted[(len(x)-1)*9/10]
+		if op == "min" {
+			q = sorted[(len(x)-1)/10]
+		}
+		for i, v := range x {
+			if op == "min" {
+				x[i] = max(v, q)
+			} else {
+				x[i] = min(v, q)
+			}
+		}
+	}
 }
 
 func same4(f func([]int) Layout) [4]func([]int) Layout {
@@ -408,6 +476,9 @@ func (e *Env) runReduceCase(plan *ops.ReduceBackward, c ReduceCase, axis int, rn
 	slice := make([]float64, ix.K)
 	for s := 0; s < m; s++ {
 		reduceSlice(rng, name, slice)
+		if c.Data != "" {
+			tieSlice(name, c.Data, slice)
+		}
 		for j := range slice {
 			slice[j] = dtype.Round(dt, slice[j])
 			x[ix.At(s, j)] = slice[j]

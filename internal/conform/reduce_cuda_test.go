@@ -118,3 +118,21 @@ func TestReduceVectorsGPU(t *testing.T) {
 		})
 	}
 }
+
+// TestReduceTiesGPU: max, min and prod on the tie-heavy and long-slice
+// regimes (ReduceTieCases: every element of a slice equal, saturated
+// slices; one slice of 2^24, few long rows and columns, many slices of
+// four), which take the flat path's wide mend, its slots and its redo, and
+// the row and col kernels' per-slice fix. f16 and f64 take the quick
+// shapes.
+func TestReduceTiesGPU(t *testing.T) {
+	env := testEnv(t)
+	for _, op := range []ops.ReduceOp{ops.ReduceMax, ops.ReduceMin, ops.ReduceProd} {
+		for _, dt := range dtype.All {
+			cases := ReduceTieCases(quick() || dt == dtype.F16 || dt == dtype.F64)
+			t.Run("reduce_bw_"+op.String()+"_"+dt.Suffix(), func(t *testing.T) {
+				report(t, env.CheckReduce(op, dt, cases, 46))
+			})
+		}
+	}
+}
