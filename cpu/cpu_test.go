@@ -1,11 +1,12 @@
 package cpu_test
 
 import (
-	"errors"
 	"math"
 	"math/rand/v2"
-	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/baracuda-go/baracuda/cpu"
 	"github.com/baracuda-go/baracuda/ops"
@@ -19,9 +20,7 @@ func gradCheck(t *testing.T, name string, x, dy, grad []float64, forward func([]
 	xp := append([]float64(nil), x...)
 	loss := func() float64 {
 		y, err := forward(xp)
-		if err != nil {
-			t.Fatalf("%s: forward: %v", name, err)
-		}
+		require.NoError(t, err, "%s: forward", name)
 		s := 0.0
 		for i := range y {
 			s += dy[i] * y[i]
@@ -63,14 +62,10 @@ func TestReduceGradients(t *testing.T) {
 			desc := ops.ReduceDesc{Op: op, DType: ops.F64, Shape: shape, Axis: axis, Correction: 1}
 			x := distinct(rng, 60, op == ops.ReduceProd)
 			y, err := cpu.ReduceForward(desc, x)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			dy := distinct(rng, len(y), false)
 			dx, err := cpu.ReduceBackward(desc, dy, x, y)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			gradCheck(t, op.String(), x, dy, dx, func(x []float64) ([]float64, error) { return cpu.ReduceForward(desc, x) })
 		}
 	}
@@ -85,14 +80,10 @@ func TestScanGradients(t *testing.T) {
 				desc := ops.ScanDesc{Op: op, DType: ops.F32, Shape: shape, Axis: axis, Reverse: rev}
 				x := distinct(rng, 24, op == ops.ScanCumprod)
 				y, err := cpu.ScanForward(desc, x)
-				if err != nil {
-					t.Fatal(err)
-				}
+				require.NoError(t, err)
 				dy := distinct(rng, 24, false)
 				dx, err := cpu.ScanBackward(desc, dy, x, y)
-				if err != nil {
-					t.Fatal(err)
-				}
+				require.NoError(t, err)
 				gradCheck(t, op.String(), x, dy, dx, func(x []float64) ([]float64, error) { return cpu.ScanForward(desc, x) })
 			}
 		}
@@ -108,17 +99,15 @@ func TestBinaryGradients(t *testing.T) {
 			b[i] += 0.1 // maximum and minimum: no ties with a
 		}
 		da, db, err := cpu.BinaryBackward(desc, dy, a, b)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		gradCheck(t, op.String()+" da", a, dy, da, func(a []float64) ([]float64, error) { return cpu.BinaryForward(desc, a, b) })
 		gradCheck(t, op.String()+" db", b, dy, db, func(b []float64) ([]float64, error) { return cpu.BinaryForward(desc, a, b) })
 	}
 	// add does not read a and b.
 	da, db, err := cpu.BinaryBackward(ops.BinaryDesc{Op: ops.BinaryAdd, DType: ops.F32, Shape: []int{2}, Alpha: 2}, []float64{1, -3}, nil, nil)
-	if err != nil || da[1] != -3 || db[1] != -6 {
-		t.Errorf("add with alpha 2: da %v, db %v, %v", da, db, err)
-	}
+	require.NoError(t, err, "add with alpha 2")
+	assert.Equal(t, []float64{1, -3}, da, "add with alpha 2: da")
+	assert.Equal(t, []float64{2, -6}, db, "add with alpha 2: db")
 }
 
 func TestLpPoolGradients(t *testing.T) {
@@ -127,47 +116,32 @@ func TestLpPoolGradients(t *testing.T) {
 		d2 := ops.LpPool2dDesc{DType: ops.F32, N: 2, C: 2, H: 5, W: 6, KernelH: 2, KernelW: 3, StrideH: 2, StrideW: 2, P: p, CeilMode: true}
 		x := distinct(rng, 2*2*5*6, true)
 		y, err := cpu.LpPool2dForward(d2, x)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		dy := distinct(rng, len(y), false)
 		dx, err := cpu.LpPool2dBackward(d2, dy, x, y)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		gradCheck(t, "lppool2d", x, dy, dx, func(x []float64) ([]float64, error) { return cpu.LpPool2dForward(d2, x) })
 
 		d1 := ops.LpPool1dDesc{DType: ops.F16, N: 2, C: 3, L: 9, Kernel: 4, Stride: 3, P: p}
 		x1 := distinct(rng, 2*3*9, true)
 		y1, err := cpu.LpPool1dForward(d1, x1)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		dy1 := distinct(rng, len(y1), false)
 		dx1, err := cpu.LpPool1dBackward(d1, dy1, x1, y1)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		gradCheck(t, "lppool1d", x1, dy1, dx1, func(x []float64) ([]float64, error) { return cpu.LpPool1dForward(d1, x) })
 	}
 }
 
 func TestErrors(t *testing.T) {
 	_, err := cpu.ReduceForward(ops.ReduceDesc{Op: ops.ReduceMax, DType: ops.F32, Shape: []int{3, 0}, Axis: 1}, nil)
-	if !errors.Is(err, ops.ErrShape) {
-		t.Errorf("max over an empty axis: %v, want ops.ErrShape", err)
-	}
+	assert.ErrorIs(t, err, ops.ErrShape, "max over an empty axis")
 	_, err = cpu.ReduceBackward(ops.ReduceDesc{Op: ops.ReduceVar, DType: ops.F32, Shape: []int{3, 4}, Axis: 1, Correction: 1}, make([]float64, 3), make([]float64, 12), nil)
-	if err == nil || !strings.Contains(err.Error(), "y has 0 elements, the shape needs 3") {
-		t.Errorf("var without y: %v", err)
-	}
+	assert.ErrorContains(t, err, "y has 0 elements, the shape needs 3", "var without y")
 	_, err = cpu.ScanForward(ops.ScanDesc{Op: ops.ScanCumsum, DType: ops.F32, Shape: []int{5}}, make([]float64, 4))
-	if err == nil || !strings.Contains(err.Error(), "x has 4 elements, the shape needs 5") {
-		t.Errorf("short x: %v", err)
-	}
-	if _, _, err := cpu.BinaryBackward(ops.BinaryDesc{Op: ops.BinaryMul, DType: ops.F32, Shape: []int{2}}, []float64{1, 2}, nil, nil); err == nil {
-		t.Error("mul without a and b gave no error")
-	}
+	assert.ErrorContains(t, err, "x has 4 elements, the shape needs 5", "short x")
+	_, _, err = cpu.BinaryBackward(ops.BinaryDesc{Op: ops.BinaryMul, DType: ops.F32, Shape: []int{2}}, []float64{1, 2}, nil, nil)
+	assert.Error(t, err, "mul without a and b")
 }
 
 // BenchmarkReduceBackward times the var backward over 2^20 elements: the

@@ -17,9 +17,14 @@ const (
 	attrMaxSharedPerBlockOptin      = 97
 )
 
-// Device is one GPU as the driver numbers it. Its identity and the facts
-// launchers size grids with are read once, when GetDevice first sees it.
+// Device is one GPU as the driver numbers it. Its name, compute capability,
+// multiprocessor count, threads per multiprocessor, L2 cache size,
+// shared-memory limit and total memory are read once, when GetDevice first
+// opens it, so the methods that return them make no driver call. A Device
+// may be used from any goroutine.
 type Device struct {
+	// The cached attributes are the device's identity and what launchers
+	// size grids with.
 	ordinal      int
 	handle       int32 // CUdevice
 	name         string

@@ -6,51 +6,11 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/baracuda-go/baracuda/dtype"
 )
-
-// ---------------------------------------------------------------------------
-// Assertion helpers. The standard library is used instead of testify so that
-// this package's tests need no module beyond the standard library.
-
-// label formats optional testify-style message arguments: a format string
-// followed by its operands, or any values to print.
-func label(msg []any) string {
-	if len(msg) == 0 {
-		return ""
-	}
-	if f, ok := msg[0].(string); ok {
-		return fmt.Sprintf(f, msg[1:]...) + ": "
-	}
-	return fmt.Sprint(msg...) + ": "
-}
-
-// expect reports (and continues) when got != want.
-func expect[T comparable](t *testing.T, got, want T, msg ...any) {
-	t.Helper()
-	if got != want {
-		t.Errorf("%sgot %v, want %v", label(msg), got, want)
-	}
-}
-
-// must stops the test when got != want.
-func must[T comparable](t *testing.T, got, want T, msg ...any) {
-	t.Helper()
-	if got != want {
-		t.Fatalf("%sgot %v, want %v", label(msg), got, want)
-	}
-}
-
-// expectPanic reports when f returns normally.
-func expectPanic(t *testing.T, f func(), msg ...any) {
-	t.Helper()
-	defer func() {
-		if recover() == nil {
-			t.Errorf("%sdid not panic", label(msg))
-		}
-	}()
-	f()
-}
 
 // ---------------------------------------------------------------------------
 // Independent reference: rounding done with float64 arithmetic on exact
@@ -244,7 +204,7 @@ func TestReferenceSanity(t *testing.T) {
 	}
 	for _, c := range cases {
 		in := float64(float32(c.in))
-		expect(t, c.fm.encode(c.fm.round(in)), c.want, "%s ref(%g)", c.fm.name, c.in)
+		assert.Equal(t, c.want, c.fm.encode(c.fm.round(in)), "%s ref(%g)", c.fm.name, c.in)
 	}
 }
 
@@ -294,7 +254,7 @@ func testAllPatterns(t *testing.T, c conv) {
 			}
 		}
 	}
-	expect(t, failed, 0, "%s: failing patterns", c.fm.name)
+	assert.Equal(t, 0, failed, "%s: failing patterns", c.fm.name)
 }
 
 // ---------------------------------------------------------------------------
@@ -399,7 +359,7 @@ func TestF16Specific(t *testing.T) {
 		{math.Float32frombits(0x7fa00000), 0x7f00}, // signaling, high payload: quieted
 	}
 	for _, c := range cases {
-		expect(t, dtype.F16FromFloat32(c.in), c.want, "F16FromFloat32(%g [%#08x])", c.in, math.Float32bits(c.in))
+		assert.Equal(t, c.want, dtype.F16FromFloat32(c.in), "F16FromFloat32(%g [%#08x])", c.in, math.Float32bits(c.in))
 	}
 }
 
@@ -437,7 +397,7 @@ func TestBF16Specific(t *testing.T) {
 		{float32(math.Pi), 0x4049},                 // classic value
 	}
 	for _, c := range cases {
-		expect(t, dtype.BF16FromFloat32(c.in), c.want, "BF16FromFloat32(%g [%#08x])", c.in, math.Float32bits(c.in))
+		assert.Equal(t, c.want, dtype.BF16FromFloat32(c.in), "BF16FromFloat32(%g [%#08x])", c.in, math.Float32bits(c.in))
 	}
 }
 
@@ -450,7 +410,7 @@ func TestConversionsDoNotAllocate(t *testing.T) {
 		fsink += dtype.F16ToFloat32(0x3c00) + dtype.BF16ToFloat32(0x3f80)
 		fsink += float32(dtype.Round(dtype.F16, 0.1) + dtype.ULPDistance(dtype.BF16, 1, 2))
 	})
-	expect(t, allocs, 0)
+	assert.Zero(t, allocs)
 	_, _ = sink, fsink
 }
 
@@ -469,32 +429,32 @@ func TestTables(t *testing.T) {
 		{dtype.BF16, 2, "bf16", "__nv_bfloat16", "f32", 0x1p-7},
 		{dtype.F64, 8, "f64", "double", "f64", 0x1p-52},
 	}
-	must(t, len(dtype.All), len(cases))
+	require.Len(t, dtype.All, len(cases))
 	for i, c := range cases {
-		expect(t, dtype.All[i], c.d)
-		expect(t, c.d.Valid(), true)
-		expect(t, c.d.Size(), c.size)
-		expect(t, c.d.Suffix(), c.suffix)
-		expect(t, c.d.String(), c.suffix)
-		expect(t, c.d.CType(), c.ctype)
-		expect(t, c.d.OpMath(), c.opmath)
-		expect(t, dtype.Epsilon(c.d), c.eps)
+		assert.Equal(t, c.d, dtype.All[i])
+		assert.True(t, c.d.Valid())
+		assert.Equal(t, c.size, c.d.Size())
+		assert.Equal(t, c.suffix, c.d.Suffix())
+		assert.Equal(t, c.suffix, c.d.String())
+		assert.Equal(t, c.ctype, c.d.CType())
+		assert.Equal(t, c.opmath, c.d.OpMath())
+		assert.Equal(t, c.eps, dtype.Epsilon(c.d))
 		// Epsilon is the gap above 1: 1+eps is representable, 1+eps/2
 		// ties back to 1.
-		expect(t, dtype.Round(c.d, 1+c.eps), 1+c.eps)
-		expect(t, dtype.Round(c.d, 1+c.eps/2), 1.0)
+		assert.Equal(t, 1+c.eps, dtype.Round(c.d, 1+c.eps))
+		assert.Equal(t, 1.0, dtype.Round(c.d, 1+c.eps/2))
 	}
 	for _, d := range []dtype.DType{dtype.Invalid, 5, 200} {
-		expect(t, d.Valid(), false)
-		expect(t, d.Size(), 0)
-		expect(t, len(d.Suffix()), 0)
-		expect(t, len(d.CType()), 0)
-		expect(t, len(d.OpMath()), 0)
-		expect(t, dtype.Epsilon(d), 0)
+		assert.False(t, d.Valid())
+		assert.Equal(t, 0, d.Size())
+		assert.Empty(t, d.Suffix())
+		assert.Empty(t, d.CType())
+		assert.Empty(t, d.OpMath())
+		assert.Zero(t, dtype.Epsilon(d))
 	}
-	expect(t, dtype.Invalid.String(), "invalid")
-	expect(t, dtype.DType(5).String(), "dtype(5)")
-	expect(t, dtype.DType(200).String(), "dtype(200)")
+	assert.Equal(t, "invalid", dtype.Invalid.String())
+	assert.Equal(t, "dtype(5)", dtype.DType(5).String())
+	assert.Equal(t, "dtype(200)", dtype.DType(200).String())
 }
 
 func TestParse(t *testing.T) {
@@ -506,18 +466,18 @@ func TestParse(t *testing.T) {
 	}
 	for s, want := range good {
 		got, err := dtype.Parse(s)
-		must(t, err, nil, "Parse(%q)", s)
-		expect(t, got, want, "Parse(%q)", s)
+		require.NoError(t, err, "Parse(%q)", s)
+		assert.Equal(t, want, got, "Parse(%q)", s)
 	}
 	for _, d := range dtype.All {
 		got, err := dtype.Parse(d.String())
-		must(t, err, nil)
-		expect(t, got, d)
+		require.NoError(t, err)
+		assert.Equal(t, d, got)
 	}
 	for _, s := range []string{"", "invalid", "f8", "float", "double", "int32", "dtype(1)"} {
 		got, err := dtype.Parse(s)
-		expect(t, err != nil, true, "Parse(%q)", s)
-		expect(t, got, dtype.Invalid)
+		assert.Error(t, err, "Parse(%q)", s)
+		assert.Equal(t, dtype.Invalid, got)
 	}
 }
 
@@ -525,40 +485,40 @@ func TestParse(t *testing.T) {
 // Value helpers.
 
 func TestRound(t *testing.T) {
-	expect(t, dtype.Round(dtype.F32, 0.1), float64(float32(0.1)))
-	expect(t, dtype.Round(dtype.F64, 0.1), 0.1)
-	expect(t, dtype.Round(dtype.F16, 0.1), 0.0999755859375)
-	expect(t, dtype.Round(dtype.BF16, 0.1), 0.10009765625)
-	expect(t, dtype.Round(dtype.F16, 1+0x1p-11), 1.0)
-	expect(t, dtype.Round(dtype.F16, 1+3*0x1p-11), 1+0x1p-9)
-	expect(t, dtype.Round(dtype.F16, 65519), 65504.0)
-	expect(t, math.IsInf(dtype.Round(dtype.F16, 70000), 1), true)
-	expect(t, math.IsInf(dtype.Round(dtype.F16, -70000), -1), true)
-	expect(t, math.IsInf(dtype.Round(dtype.F32, 1e300), 1), true)
-	expect(t, math.IsInf(dtype.Round(dtype.BF16, 1e300), 1), true)
-	expect(t, math.Signbit(dtype.Round(dtype.F16, math.Copysign(0, -1))), true)
-	expect(t, math.Signbit(dtype.Round(dtype.F16, -1e-10)), true)
-	expect(t, dtype.Round(dtype.F16, 0x1.000002p-25), 0x1p-24)
+	assert.Equal(t, float64(float32(0.1)), dtype.Round(dtype.F32, 0.1))
+	assert.Equal(t, 0.1, dtype.Round(dtype.F64, 0.1))
+	assert.Equal(t, 0.0999755859375, dtype.Round(dtype.F16, 0.1))
+	assert.Equal(t, 0.10009765625, dtype.Round(dtype.BF16, 0.1))
+	assert.Equal(t, 1.0, dtype.Round(dtype.F16, 1+0x1p-11))
+	assert.Equal(t, 1+0x1p-9, dtype.Round(dtype.F16, 1+3*0x1p-11))
+	assert.Equal(t, 65504.0, dtype.Round(dtype.F16, 65519))
+	assert.True(t, math.IsInf(dtype.Round(dtype.F16, 70000), 1))
+	assert.True(t, math.IsInf(dtype.Round(dtype.F16, -70000), -1))
+	assert.True(t, math.IsInf(dtype.Round(dtype.F32, 1e300), 1))
+	assert.True(t, math.IsInf(dtype.Round(dtype.BF16, 1e300), 1))
+	assert.True(t, math.Signbit(dtype.Round(dtype.F16, math.Copysign(0, -1))))
+	assert.True(t, math.Signbit(dtype.Round(dtype.F16, -1e-10)))
+	assert.Equal(t, 0x1p-24, dtype.Round(dtype.F16, 0x1.000002p-25))
 	// Below float32 precision the float32 step lands exactly on the f16 tie
 	// 2^-25, which then goes to even (zero): see the double-rounding note.
-	expect(t, dtype.Round(dtype.F16, 0x1.0000000001p-25), 0)
+	assert.Zero(t, dtype.Round(dtype.F16, 0x1.0000000001p-25))
 	for _, d := range dtype.All {
-		expect(t, math.IsNaN(dtype.Round(d, math.NaN())), true, d)
+		assert.True(t, math.IsNaN(dtype.Round(d, math.NaN())), d)
 	}
 	// Double rounding is intended: this value is above the f16 tie, but
 	// float32 rounds it onto the tie, which then goes to even (down), as it
 	// would for a GPU kernel rounding its float32 result.
-	expect(t, dtype.Round(dtype.F16, 1+0x1p-11+0x1p-40), 1.0)
-	expectPanic(t, func() { dtype.Round(dtype.Invalid, 1) })
+	assert.Equal(t, 1.0, dtype.Round(dtype.F16, 1+0x1p-11+0x1p-40))
+	assert.Panics(t, func() { dtype.Round(dtype.Invalid, 1) })
 }
 
 func TestBits(t *testing.T) {
-	expect(t, dtype.Bits(dtype.F32, 1), uint64(0x3f800000))
-	expect(t, dtype.Bits(dtype.F16, 1), uint64(0x3c00))
-	expect(t, dtype.Bits(dtype.BF16, -1), uint64(0xbf80))
-	expect(t, dtype.Bits(dtype.F64, 1), uint64(0x3ff0000000000000))
-	expect(t, dtype.Bits(dtype.F16, math.Copysign(0, -1)), uint64(0x8000))
-	expectPanic(t, func() { dtype.Bits(dtype.Invalid, 1) })
+	assert.Equal(t, uint64(0x3f800000), dtype.Bits(dtype.F32, 1))
+	assert.Equal(t, uint64(0x3c00), dtype.Bits(dtype.F16, 1))
+	assert.Equal(t, uint64(0xbf80), dtype.Bits(dtype.BF16, -1))
+	assert.Equal(t, uint64(0x3ff0000000000000), dtype.Bits(dtype.F64, 1))
+	assert.Equal(t, uint64(0x8000), dtype.Bits(dtype.F16, math.Copysign(0, -1)))
+	assert.Panics(t, func() { dtype.Bits(dtype.Invalid, 1) })
 }
 
 func TestEncodeDecode(t *testing.T) {
@@ -566,30 +526,30 @@ func TestEncodeDecode(t *testing.T) {
 		math.Inf(1), math.Inf(-1), math.SmallestNonzeroFloat64, math.MaxFloat64, math.Pi}
 	for _, d := range dtype.All {
 		b := dtype.Encode(d, vals)
-		must(t, len(b), len(vals)*d.Size(), d)
+		require.Len(t, b, len(vals)*d.Size(), d)
 		got := dtype.Decode(d, b)
-		must(t, len(got), len(vals), d)
+		require.Len(t, got, len(vals), d)
 		for i, v := range vals {
 			want := dtype.Round(d, v)
-			expect(t, math.Float64bits(got[i]), math.Float64bits(want), "%s: %g", d, v)
-			expect(t, dtype.Bits(d, got[i]), dtype.Bits(d, v), "%s: %g", d, v)
+			assert.Equal(t, math.Float64bits(want), math.Float64bits(got[i]), "%s: %g", d, v)
+			assert.Equal(t, dtype.Bits(d, v), dtype.Bits(d, got[i]), "%s: %g", d, v)
 		}
 		// Decoding what was decoded and re-encoded is stable.
-		expect(t, fmt.Sprintf("% x", dtype.Encode(d, got)), fmt.Sprintf("% x", b), d)
+		assert.Equal(t, b, dtype.Encode(d, got), d)
 
 		nan := dtype.Decode(d, dtype.Encode(d, []float64{math.NaN()}))
-		expect(t, math.IsNaN(nan[0]), true, d)
-		expect(t, len(dtype.Decode(d, nil)), 0, d)
-		expect(t, len(dtype.Encode(d, nil)), 0, d)
-		expectPanic(t, func() { dtype.Decode(d, make([]byte, d.Size()+1)) }, d)
+		assert.True(t, math.IsNaN(nan[0]), d)
+		assert.Empty(t, dtype.Decode(d, nil), d)
+		assert.Empty(t, dtype.Encode(d, nil), d)
+		assert.Panics(t, func() { dtype.Decode(d, make([]byte, d.Size()+1)) }, d)
 	}
 	// Little-endian layout.
-	expect(t, fmt.Sprintf("% x", dtype.Encode(dtype.F16, []float64{1, -2})), fmt.Sprintf("% x", []byte{0x00, 0x3c, 0x00, 0xc0}))
-	expect(t, fmt.Sprintf("% x", dtype.Encode(dtype.BF16, []float64{1})), fmt.Sprintf("% x", []byte{0x80, 0x3f}))
-	expect(t, fmt.Sprintf("% x", dtype.Encode(dtype.F32, []float64{1})), fmt.Sprintf("% x", []byte{0x00, 0x00, 0x80, 0x3f}))
-	expect(t, fmt.Sprintf("% x", dtype.Encode(dtype.F64, []float64{1})), fmt.Sprintf("% x", []byte{0, 0, 0, 0, 0, 0, 0xf0, 0x3f}))
-	expectPanic(t, func() { dtype.Encode(dtype.Invalid, []float64{1}) })
-	expectPanic(t, func() { dtype.Decode(dtype.Invalid, []byte{1}) })
+	assert.Equal(t, []byte{0x00, 0x3c, 0x00, 0xc0}, dtype.Encode(dtype.F16, []float64{1, -2}))
+	assert.Equal(t, []byte{0x80, 0x3f}, dtype.Encode(dtype.BF16, []float64{1}))
+	assert.Equal(t, []byte{0x00, 0x00, 0x80, 0x3f}, dtype.Encode(dtype.F32, []float64{1}))
+	assert.Equal(t, []byte{0, 0, 0, 0, 0, 0, 0xf0, 0x3f}, dtype.Encode(dtype.F64, []float64{1}))
+	assert.Panics(t, func() { dtype.Encode(dtype.Invalid, []float64{1}) })
+	assert.Panics(t, func() { dtype.Decode(dtype.Invalid, []byte{1}) })
 }
 
 func TestULPDistance(t *testing.T) {
@@ -603,32 +563,32 @@ func TestULPDistance(t *testing.T) {
 	for _, d := range dtype.All {
 		s := smallest[d]
 		eps := dtype.Epsilon(d)
-		expect(t, dtype.ULPDistance(d, 0, negZero), 0, d)
-		expect(t, dtype.ULPDistance(d, 1, 1), 0, d)
-		expect(t, dtype.ULPDistance(d, 0, s), 1.0, d)
-		expect(t, dtype.ULPDistance(d, negZero, s), 1.0, d)
-		expect(t, dtype.ULPDistance(d, -s, 0), 1.0, d)
-		expect(t, dtype.ULPDistance(d, s, -s), 2.0, d)
-		expect(t, dtype.ULPDistance(d, -s, s), 2.0, d)
-		expect(t, dtype.ULPDistance(d, 1, 1+eps), 1.0, d)
-		expect(t, dtype.ULPDistance(d, 1+3*eps, 1), 3.0, d)
-		expect(t, dtype.ULPDistance(d, 1, 1-eps/2), 1.0, d) // below 1 the gap halves
-		expect(t, dtype.ULPDistance(d, 1, 2), 1/eps, d)     // one binade
-		expect(t, dtype.ULPDistance(d, -1, -2), 1/eps, d)
-		expect(t, dtype.ULPDistance(d, math.NaN(), math.NaN()), 0, d)
-		expect(t, math.IsInf(dtype.ULPDistance(d, math.NaN(), 1), 1), true, d)
-		expect(t, math.IsInf(dtype.ULPDistance(d, 1, math.NaN()), 1), true, d)
-		expect(t, math.IsInf(dtype.ULPDistance(d, math.NaN(), math.Inf(1)), 1), true, d)
+		assert.Zero(t, dtype.ULPDistance(d, 0, negZero), d)
+		assert.Zero(t, dtype.ULPDistance(d, 1, 1), d)
+		assert.Equal(t, 1.0, dtype.ULPDistance(d, 0, s), d)
+		assert.Equal(t, 1.0, dtype.ULPDistance(d, negZero, s), d)
+		assert.Equal(t, 1.0, dtype.ULPDistance(d, -s, 0), d)
+		assert.Equal(t, 2.0, dtype.ULPDistance(d, s, -s), d)
+		assert.Equal(t, 2.0, dtype.ULPDistance(d, -s, s), d)
+		assert.Equal(t, 1.0, dtype.ULPDistance(d, 1, 1+eps), d)
+		assert.Equal(t, 3.0, dtype.ULPDistance(d, 1+3*eps, 1), d)
+		assert.Equal(t, 1.0, dtype.ULPDistance(d, 1, 1-eps/2), d) // below 1 the gap halves
+		assert.Equal(t, 1/eps, dtype.ULPDistance(d, 1, 2), d)     // one binade
+		assert.Equal(t, 1/eps, dtype.ULPDistance(d, -1, -2), d)
+		assert.Zero(t, dtype.ULPDistance(d, math.NaN(), math.NaN()), d)
+		assert.True(t, math.IsInf(dtype.ULPDistance(d, math.NaN(), 1), 1), d)
+		assert.True(t, math.IsInf(dtype.ULPDistance(d, 1, math.NaN()), 1), d)
+		assert.True(t, math.IsInf(dtype.ULPDistance(d, math.NaN(), math.Inf(1)), 1), d)
 	}
 	// Values are rounded first: these are the same f16.
-	expect(t, dtype.ULPDistance(dtype.F16, 1, 1+0x1p-12), 0)
+	assert.Zero(t, dtype.ULPDistance(dtype.F16, 1, 1+0x1p-12))
 	// Infinity is one step beyond the largest finite value.
-	expect(t, dtype.ULPDistance(dtype.F16, 65504, math.Inf(1)), 1.0)
-	expect(t, dtype.ULPDistance(dtype.F32, math.MaxFloat32, math.Inf(1)), 1.0)
+	assert.Equal(t, 1.0, dtype.ULPDistance(dtype.F16, 65504, math.Inf(1)))
+	assert.Equal(t, 1.0, dtype.ULPDistance(dtype.F32, math.MaxFloat32, math.Inf(1)))
 	// Across zero the distance is the sum of both sides; for f16 each side
 	// has 0x7c00 steps from 0 to Inf.
-	expect(t, dtype.ULPDistance(dtype.F16, math.Inf(-1), math.Inf(1)), float64(2*0x7c00))
+	assert.Equal(t, float64(2*0x7c00), dtype.ULPDistance(dtype.F16, math.Inf(-1), math.Inf(1)))
 	// F64 extremes exceed the int64 range without overflowing.
-	expect(t, dtype.ULPDistance(dtype.F64, -math.MaxFloat64, math.MaxFloat64), 2*float64(0x7fefffffffffffff))
-	expectPanic(t, func() { dtype.ULPDistance(dtype.Invalid, 1, 2) })
+	assert.Equal(t, 2*float64(0x7fefffffffffffff), dtype.ULPDistance(dtype.F64, -math.MaxFloat64, math.MaxFloat64))
+	assert.Panics(t, func() { dtype.ULPDistance(dtype.Invalid, 1, 2) })
 }

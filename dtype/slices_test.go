@@ -3,6 +3,9 @@ package dtype
 import (
 	"math"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestSliceConversions: the slice forms agree with the scalar ones on
@@ -14,9 +17,7 @@ func TestSliceConversions(t *testing.T) {
 		bits[i] = uint16(i)
 	}
 	f := make([]float32, len(bits))
-	if n := F16ToFloat32s(f, bits); n != len(bits) {
-		t.Fatalf("F16ToFloat32s converted %d", n)
-	}
+	require.Equal(t, len(bits), F16ToFloat32s(f, bits), "F16ToFloat32s converted count")
 	for i, b := range bits {
 		if w := F16ToFloat32(b); math.Float32bits(f[i]) != math.Float32bits(w) {
 			t.Fatalf("F16ToFloat32s[%#x] = %v, want %v", b, f[i], w)
@@ -31,34 +32,22 @@ func TestSliceConversions(t *testing.T) {
 	src := []float32{0, -0, 1, -1.5, 65504, 65520, 1e-8, 3.14159, float32(math.Inf(-1)), float32(math.NaN()), 1e38}
 	for _, d := range []DType{F16, BF16} {
 		got, err := To16(d, src)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
+		want := make([]uint16, len(src))
 		for i, v := range src {
-			want := F16FromFloat32(v)
+			want[i] = F16FromFloat32(v)
 			if d == BF16 {
-				want = BF16FromFloat32(v)
-			}
-			if got[i] != want {
-				t.Errorf("To16(%s)[%d] = %#x, want %#x", d, i, got[i], want)
+				want[i] = BF16FromFloat32(v)
 			}
 		}
+		assert.Equal(t, want, got, "To16(%s)", d)
 		back, err := From16(d, got)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(back) != len(src) {
-			t.Fatalf("From16(%s) gave %d values", d, len(back))
-		}
+		require.NoError(t, err)
+		assert.Len(t, back, len(src), "From16(%s)", d)
 	}
-	short := make([]uint16, 3)
-	if n := F16FromFloat32s(short, src); n != 3 {
-		t.Errorf("F16FromFloat32s into 3 converted %d", n)
-	}
-	if _, err := To16(F32, src); err == nil {
-		t.Error("To16(f32) gave no error")
-	}
-	if _, err := From16(F64, bits); err == nil {
-		t.Error("From16(f64) gave no error")
-	}
+	assert.Equal(t, 3, F16FromFloat32s(make([]uint16, 3), src), "F16FromFloat32s into 3")
+	_, err := To16(F32, src)
+	assert.Error(t, err, "To16(f32)")
+	_, err = From16(F64, bits)
+	assert.Error(t, err, "From16(f64)")
 }

@@ -44,7 +44,9 @@ var binaryOpNames = [...]string{BinaryAdd: "add", BinarySub: "sub", BinaryMul: "
 	BinaryMaximum: "maximum", BinaryMinimum: "minimum", BinaryPow: "pow", BinaryAtan2: "atan2",
 	BinaryHypot: "hypot", BinaryLerp: "lerp"}
 
-// String returns the op's kernel name part, e.g. "mul".
+// String returns the op's lower-case name, e.g. "mul", as it appears in
+// KernelInfo.Op, kernel names and error messages. An unknown op prints as
+// BinaryOp(N).
 func (op BinaryOp) String() string {
 	if op >= 1 && int(op) < len(binaryOpNames) {
 		return binaryOpNames[op]
@@ -114,7 +116,10 @@ const (
 	modeVector     = 2
 )
 
-// NewBinaryBackward validates desc and selects the kernel.
+// NewBinaryBackward validates desc and returns a plan for it. The error
+// wraps ErrUnsupported for an unknown op, ErrDType for an invalid dtype,
+// ErrRank or ErrShape for a bad shape and ErrParam for an Alpha or Weight
+// that is not finite.
 func NewBinaryBackward(desc BinaryDesc) (*BinaryBackward, error) {
 	id := planID{plan: "BinaryBackward", op: desc.Op.String(), dt: desc.DType}
 	if desc.Op < BinaryAdd || desc.Op > BinaryLerp {
@@ -153,7 +158,8 @@ func (p *BinaryBackward) Kernel() KernelInfo {
 	return KernelInfo{Name: p.kernel.name, Family: "binary", Op: p.id.op, DType: p.desc.DType, Backend: backend}
 }
 
-// Precision: elementwise math in opmath, rounded once; nothing accumulates.
+// Precision reports the plan's numerical guarantees: elementwise math in
+// opmath, rounded once; nothing accumulates.
 func (p *BinaryBackward) Precision() Precision { return precisionFor(p.desc.DType, false) }
 
 // WorkspaceSize is 0: the op needs no scratch memory.
@@ -196,8 +202,14 @@ func (p *BinaryBackward) Check(a *BinaryArgs) error {
 	return nil
 }
 
-// Run validates args and enqueues the kernel on s. It never allocates device
-// memory, copies from the host or synchronizes.
+// Run checks args as Check does and queues the kernel on s. Run returns once
+// the kernel is queued; da and db are written when s reaches it
+// (Stream.Synchronize, or an event recorded after Run). The first Run in a
+// context loads the kernel, which compiles its PTX unless the driver's JIT
+// cache holds it; Warm does that ahead of time. Run never allocates device
+// memory, copies from the host or synchronizes, and may be called
+// concurrently. The error wraps ErrNilStream for a nil s, is one of
+// Check's, or is the driver's error from loading or launching the kernel.
 func (p *BinaryBackward) Run(s *driver.Stream, a *BinaryArgs) error {
 	if s == nil {
 		return p.id.errorf(ErrNilStream, "Run needs a stream")

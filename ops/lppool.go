@@ -518,9 +518,14 @@ type LpPool1dBackward struct {
 	desc LpPool1dDesc
 }
 
-// NewLpPool1dBackward validates desc, computes the output length and
-// selects the kernel (a p == 1 or p == 2 fast path, or precise pow).
+// NewLpPool1dBackward validates desc and returns a plan for it, with the
+// output length L_out computed as PyTorch's lp_pool1d does (OutputShape).
+// The error wraps ErrDType for an invalid dtype, ErrParam for a P that is
+// not finite and positive or a window or stride below 1, and ErrShape for
+// negative or too large sizes or an empty output.
 func NewLpPool1dBackward(desc LpPool1dDesc) (*LpPool1dBackward, error) {
+	// The plan takes a kernel for p == 1 or p == 2, where the window's
+	// norm needs no pow, or the general one (precise pow).
 	id := lpPlanID("LpPool1dBackward", desc.P, desc.DType)
 	pl, err := newLpPool(id, desc.DType, desc.N, desc.C, 1, desc.L, 1, desc.Kernel, 1, desc.Stride, desc.P, desc.CeilMode, 3)
 	if err != nil {
@@ -533,10 +538,15 @@ func NewLpPool1dBackward(desc LpPool1dDesc) (*LpPool1dBackward, error) {
 // and dy.
 func (p *LpPool1dBackward) OutputShape() []int { return p.pl.outputShape() }
 
-// Kernel identifies the kernel the plan launches.
+// Kernel identifies the kernel a Run launches for contiguous, 16-byte
+// aligned operands, for logs, diagnostics and tests. Other layouts, and
+// windows whose partial sums do not fit the kernel's shared memory, take
+// another kernel of the same op and dtype; Warm loads every kernel a Run of
+// the plan may launch.
 func (p *LpPool1dBackward) Kernel() KernelInfo { return p.pl.kernelInfo() }
 
-// Precision: math in opmath; window sums accumulate in opmath.
+// Precision reports the plan's numerical guarantees: math in opmath; window
+// sums accumulate in opmath.
 func (p *LpPool1dBackward) Precision() Precision { return precisionFor(p.desc.DType, true) }
 
 // WorkspaceSize is 0: the op needs no scratch memory.
@@ -549,8 +559,15 @@ func (p *LpPool1dBackward) Desc() LpPool1dDesc { return p.desc }
 // dx are [N, C, L], y and dy [N, C, L_out], all of the plan's dtype.
 func (p *LpPool1dBackward) Check(a *LpPoolArgs) error { return p.pl.check(a) }
 
-// Run validates args and enqueues the kernel on s. It never allocates device
-// memory, copies from the host or synchronizes.
+// Run checks args as Check does and queues a kernel on s (several launches
+// of it for very large inputs), chosen by the operands' layout. Run returns
+// once the work is queued; dx is written when s reaches it
+// (Stream.Synchronize, or an event recorded after Run). The first Run of a
+// kernel in a context loads it, which compiles its PTX unless the driver's
+// JIT cache holds it; Warm does that ahead of time. Run never allocates
+// device memory, copies from the host or synchronizes, and may be called
+// concurrently. The error wraps ErrNilStream for a nil s, is one of
+// Check's, or is the driver's error from loading or launching the kernel.
 func (p *LpPool1dBackward) Run(s *driver.Stream, a *LpPoolArgs) error { return p.pl.run(s, a) }
 
 // LpPool2dBackward is a validated plan for lp_pool2d's backward. It is
@@ -560,9 +577,14 @@ type LpPool2dBackward struct {
 	desc LpPool2dDesc
 }
 
-// NewLpPool2dBackward validates desc, computes the output size and selects
-// the kernel (a p == 1 or p == 2 fast path, or precise pow).
+// NewLpPool2dBackward validates desc and returns a plan for it, with the
+// output size H_out x W_out computed as PyTorch's lp_pool2d does
+// (OutputShape). The error wraps ErrDType for an invalid dtype, ErrParam
+// for a P that is not finite and positive or a window or stride below 1,
+// and ErrShape for negative or too large sizes or an empty output.
 func NewLpPool2dBackward(desc LpPool2dDesc) (*LpPool2dBackward, error) {
+	// The plan takes a kernel for p == 1 or p == 2, where the window's
+	// norm needs no pow, or the general one (precise pow).
 	id := lpPlanID("LpPool2dBackward", desc.P, desc.DType)
 	pl, err := newLpPool(id, desc.DType, desc.N, desc.C, desc.H, desc.W, desc.KernelH, desc.KernelW,
 		desc.StrideH, desc.StrideW, desc.P, desc.CeilMode, 4)
@@ -576,10 +598,15 @@ func NewLpPool2dBackward(desc LpPool2dDesc) (*LpPool2dBackward, error) {
 // of y and dy.
 func (p *LpPool2dBackward) OutputShape() []int { return p.pl.outputShape() }
 
-// Kernel identifies the kernel the plan launches.
+// Kernel identifies the kernel a Run launches for contiguous, 16-byte
+// aligned operands, for logs, diagnostics and tests. Other layouts, and
+// windows whose partial sums do not fit the kernel's shared memory, take
+// another kernel of the same op and dtype; Warm loads every kernel a Run of
+// the plan may launch.
 func (p *LpPool2dBackward) Kernel() KernelInfo { return p.pl.kernelInfo() }
 
-// Precision: math in opmath; window sums accumulate in opmath.
+// Precision reports the plan's numerical guarantees: math in opmath; window
+// sums accumulate in opmath.
 func (p *LpPool2dBackward) Precision() Precision { return precisionFor(p.desc.DType, true) }
 
 // WorkspaceSize is 0: the op needs no scratch memory.
@@ -592,6 +619,13 @@ func (p *LpPool2dBackward) Desc() LpPool2dDesc { return p.desc }
 // dx are [N, C, H, W], y and dy [N, C, H_out, W_out], all of the plan's dtype.
 func (p *LpPool2dBackward) Check(a *LpPoolArgs) error { return p.pl.check(a) }
 
-// Run validates args and enqueues the kernel on s. It never allocates device
-// memory, copies from the host or synchronizes.
+// Run checks args as Check does and queues a kernel on s (several launches
+// of it for very large inputs), chosen by the operands' layout. Run returns
+// once the work is queued; dx is written when s reaches it
+// (Stream.Synchronize, or an event recorded after Run). The first Run of a
+// kernel in a context loads it, which compiles its PTX unless the driver's
+// JIT cache holds it; Warm does that ahead of time. Run never allocates
+// device memory, copies from the host or synchronizes, and may be called
+// concurrently. The error wraps ErrNilStream for a nil s, is one of
+// Check's, or is the driver's error from loading or launching the kernel.
 func (p *LpPool2dBackward) Run(s *driver.Stream, a *LpPoolArgs) error { return p.pl.run(s, a) }

@@ -98,12 +98,18 @@ func embeddedEntries(module string) (map[string][]ptxParam, map[string]int, erro
 	return entries, ntids, nil
 }
 
-// VerifyEmbeddedPTX checks every row of the generated support table against
-// the embedded PTX of every build that holds it: the entry exists under
-// the name the speller gives, its parameters have the family's types,
-// sizes and order, its launch bounds are the block the launcher gives it,
-// and no module holds an entry the table lacks. It needs no GPU.
+// VerifyEmbeddedPTX checks that the PTX embedded in the program matches
+// what the plans launch: every kernel Kernels lists is present, with the
+// parameters and block size the plans launch it with, and nothing else is.
+// It returns one error per mismatch, or nil. It needs no GPU or driver;
+// `baracuda selftest` runs it, and a program may run it as a check of its
+// build.
 func VerifyEmbeddedPTX() []error {
+	// It checks every row of the generated support table against the
+	// embedded PTX of every build that holds it: the entry exists under
+	// the name the speller (naming.Kernel) gives, its parameters have the
+	// family's types, sizes and order, its launch bounds are the block the
+	// launcher gives it, and no module holds an entry the table lacks.
 	var errs []error
 	type modRef struct {
 		module string

@@ -53,7 +53,9 @@ const (
 var reduceOpNames = [...]string{ReduceSum: "sum", ReduceMean: "mean", ReduceMax: "max", ReduceMin: "min",
 	ReduceProd: "prod", ReduceNorm2: "norm2", ReduceLogSumExp: "logsumexp", ReduceVar: "var", ReduceStd: "std"}
 
-// String returns the op's kernel name part, e.g. "logsumexp".
+// String returns the op's lower-case name, e.g. "logsumexp", as it appears
+// in KernelInfo.Op, kernel names and error messages. An unknown op prints
+// as ReduceOp(N).
 func (op ReduceOp) String() string {
 	if op >= 1 && int(op) < len(reduceOpNames) {
 		return reduceOpNames[op]
@@ -111,9 +113,10 @@ type ReduceDesc struct {
 // ReduceArgs are the operands of one Run. X and Y (the saved input and the
 // saved output) are required by every op except Sum and Mean, which ignore
 // them. DY and Y may each take either shape of the forward's output:
-// KeepdimShape (the axis kept as 1) or ReducedShape (the axis removed). DX must not share memory with DY, X or Y. Workspace must
-// hold WorkspaceSize() bytes, 16-byte aligned, when that is not 0; its
-// contents need no initialization.
+// KeepdimShape (the axis kept as 1) or ReducedShape (the axis removed). DX
+// must not share memory with DY, X or Y. Workspace must hold
+// WorkspaceSize() bytes, 16-byte aligned, when that is not 0; its contents
+// need no initialization.
 type ReduceArgs struct {
 	DY, X, Y  Tensor
 	DX        Tensor
@@ -666,7 +669,11 @@ func redAccSize(dt dtype.DType) int64 {
 	return 8
 }
 
-// NewReduceBackward validates desc and selects the kernels.
+// NewReduceBackward validates desc and returns a plan for it. The error
+// wraps ErrUnsupported for an unknown op, ErrDType for an invalid dtype,
+// ErrRank or ErrShape for a bad shape (also for Max and Min over an empty
+// axis, which PyTorch's forward rejects), ErrAxis for an axis out of range
+// and ErrParam for a Correction that is not finite.
 func NewReduceBackward(desc ReduceDesc) (*ReduceBackward, error) {
 	id := planID{plan: "ReduceBackward", op: desc.Op.String(), dt: desc.DType}
 	if desc.Op < ReduceSum || desc.Op > ReduceStd {
@@ -816,25 +823,32 @@ func (p *ReduceBackward) denseGeom() (geo reduceGeom, row bool) {
 	return p.col, false
 }
 
-// Kernel identifies the kernel that writes dx for contiguous operands
-// (16-byte aligned, as allocations are): "flat" for Sum, Mean, Norm2 and
-// LogSumExp where the shape allows it (see flatGeometry), and for Max, Min
-// and Prod where it also allows their slices to be split (then "apply"
-// mends the slices where the flat kernel's provisional dx is wrong); else the
-// "row" variant when the reduced axis is innermost, else "col"; "apply"
-// (after "stats") when an op with statistics splits its slices, but "one"
-// for Var and Std split along an outer axis (Run takes it where x is
-// larger than the GPU's L2 cache, else "stats" and "apply"). Strided
-// operands may take the other mapping. It does not depend on the GPU: on
-// compute capability 9.0 and up Run may take "cluster" in place of
-// "stats" and "apply" (see clusterOp). Where the plan may take a strip
-// kernel (var and std, or the ops under reduceStripEnv) and the col slices
-// split ("always": wherever the shape allows it) it names "stripc", the
-// form Run takes on compute capability 9.0 and up, or "strip" where the
-// plan has only the one-block form; Run takes them where the device has
-// the build and gives a block the strip's shared memory (and, but for
-// "always", the blocks are at least as many as its SMs).
+// Kernel identifies the kernel that writes dx when Run is given contiguous
+// operands, for logs, diagnostics and tests. It depends only on the
+// descriptor, not on the GPU. A Run may launch another kernel, or more than
+// one, where its operands are strided or its device allows a faster one
+// (by compute capability, multiprocessor count, shared memory and L2 cache
+// size); Warm loads every kernel a Run of the plan may launch.
 func (p *ReduceBackward) Kernel() KernelInfo {
+	// The name is the kernel Run takes for contiguous operands (16-byte
+	// aligned, as allocations are): "flat" for Sum, Mean, Norm2 and
+	// LogSumExp where the shape allows it (see flatGeometry), and for Max,
+	// Min and Prod where it also allows their slices to be split (then
+	// "apply" mends the slices where the flat kernel's provisional dx is
+	// wrong); else the "row" variant when the reduced axis is innermost,
+	// else "col"; "apply" (after "stats") when an op with statistics
+	// splits its slices, but "one" for Var and Std split along an outer
+	// axis (Run takes it where x is larger than the GPU's L2 cache, else
+	// "stats" and "apply"). Strided operands may take the other mapping.
+	// On compute capability 9.0 and up Run may take "cluster" in place of
+	// "stats" and "apply" (see clusterOp). Where the plan may take a strip
+	// kernel (var and std, or the ops under reduceStripEnv) and the col
+	// slices split ("always": wherever the shape allows it) the name is
+	// "stripc", the form Run takes on compute capability 9.0 and up, or
+	// "strip" where the plan has only the one-block form; Run takes them
+	// where the device has the build and gives a block the strip's shared
+	// memory (and, but for "always", the blocks are at least as many as
+	// its SMs).
 	geo, row := p.denseGeom()
 	ref := p.colK
 	switch {
@@ -854,17 +868,17 @@ func (p *ReduceBackward) Kernel() KernelInfo {
 	return KernelInfo{Name: ref.name, Family: "reduce", Op: p.id.op, DType: p.desc.DType, Backend: backend}
 }
 
-// Precision: math in opmath; Max, Min, Prod, Var and Std accumulate their
-// per-slice statistics (tie count, product, sum) in opmath too, in a fixed
-// order.
+// Precision reports the plan's numerical guarantees: math in opmath; Max,
+// Min, Prod, Var and Std accumulate their per-slice statistics (tie count,
+// product, sum) in opmath too, in a fixed order.
 func (p *ReduceBackward) Precision() Precision {
 	return precisionFor(p.desc.DType, p.desc.Op.hasStats())
 }
 
-// WorkspaceSize is the scratch memory Run needs, in bytes: non-zero only for
-// ops with statistics (Max, Min, Prod, Var, Std) over few, long slices,
-// which are split into chunks whose partial statistics go there. It depends
-// only on the descriptor.
+// WorkspaceSize returns the bytes of scratch memory Run needs in
+// ReduceArgs.Workspace: 0 except for ops with statistics (Max, Min, Prod,
+// Var, Std) over few, long slices, whose partial statistics Run keeps
+// there. It depends only on the descriptor, not on the GPU.
 func (p *ReduceBackward) WorkspaceSize() int64 { return p.ws }
 
 // Desc returns the plan's descriptor.
@@ -1134,19 +1148,32 @@ func (L *reduceLayout) blocks() int64 {
 	return L.tiles
 }
 
-// Run validates args and enqueues the kernels on s: the flat kernel for an
-// op without statistics on dense operands (see dense), and for Max, Min and
-// Prod on dense operands whose slices would be split (a memset of the
-// counts, the flat kernel, then the apply kernel's redPhaseFlat), else the row or col
-// kernel (by the operands' strides), or, when an op with statistics splits
-// its slices into chunks, the one kernel (col, after a memset of its
-// counters) or the stats kernel then the apply kernel twice (the slices'
-// totals, then dx; max, min and prod need only the first); for an op with
-// statistics on dense operands, the strip kernel in place of those where
-// the plan has it (var and std by default; see stripOp); nothing for an
-// empty tensor. It never allocates device memory, copies from the host or
-// synchronizes.
+// Run checks args as Check does and queues on s the work that writes dx:
+// one or more kernel launches, and for some shapes a memset of part of the
+// workspace, chosen by the operands' strides and alignment and by s's
+// device. An empty tensor queues nothing. Run returns once the work is
+// queued; dx is written, and the workspace free for reuse, when s reaches
+// the end of it (Stream.Synchronize, or an event recorded after Run). The
+// first Run of a kernel in a context loads it, which compiles its PTX
+// unless the driver's JIT cache holds it; Warm does that ahead of time.
+//
+// Run never allocates device memory, copies from the host or synchronizes,
+// so a Run whose kernels are loaded can be captured into a CUDA graph.
+// Runs of one plan may be made concurrently, each with its own workspace.
+// The error wraps ErrNilStream for a nil s, is one of Check's, or is the
+// driver's error from loading or launching a kernel.
 func (p *ReduceBackward) Run(s *driver.Stream, a *ReduceArgs) error {
+	// Run queues the flat kernel for an op without statistics on dense
+	// operands (see dense), and for Max, Min and Prod on dense operands
+	// whose slices would be split (a memset of the counts, the flat
+	// kernel, then the apply kernel's redPhaseFlat), else the row or col
+	// kernel (by the operands' strides), or, when an op with statistics
+	// splits its slices into chunks, the one kernel (col, after a memset
+	// of its counters) or the stats kernel then the apply kernel twice
+	// (the slices' totals, then dx; max, min and prod need only the
+	// first); for an op with statistics on dense operands, the strip
+	// kernel in place of those where the plan has it (var and std by
+	// default; see stripOp); nothing for an empty tensor.
 	if s == nil {
 		return p.id.errorf(ErrNilStream, "Run needs a stream")
 	}

@@ -25,30 +25,37 @@ import (
 //
 // The strong-zero product keeps a cut (a_k == 0) exact: an inf or NaN from
 // later elements never reaches the elements before it. The factors a_k and
-// c_k of each op are given with its constant below. Sums accumulate in
-// opmath (f32 for f16, bf16 and f32; f64 for f64), which is more accurate
-// than PyTorch's storage-dtype scans, and every dx is rounded once.
+// c_k of each op, as in gen/scan.cuh:
+//
+//	cumsum        a = c = 1
+//	cumprod       a = x_k, c = y_{k-1} (y_{-1} = 1)
+//	cummax/min    c = [the forward index moves to k], a = 1 - c
+//	logcumsumexp  a = exp(y_{k-1} - y_k), c = exp(x_k - y_k)
+//
+// Sums accumulate in opmath (f32 for f16, bf16 and f32; f64 for f64), which
+// is more accurate than PyTorch's storage-dtype scans, and every dx is
+// rounded once.
 
 // ScanOp is a scan whose backward ScanBackward computes.
 type ScanOp uint8
 
 const (
 	// ScanCumsum: y_k = x_0 + ... + x_k; dx_k = g_k + ... + g_{n-1}, the
-	// reverse cumsum of dy (a = c = 1). Saves nothing.
+	// reverse cumsum of dy. Saves nothing.
 	ScanCumsum ScanOp = iota + 1
 	// ScanCumprod: y_k = x_0 * ... * x_k; dx_k = y_{k-1} * Σ_{j>=k} g_j *
-	// x_{k+1}...x_j (a = x_k, c = y_{k-1}, y_{-1} = 1), exact with zeros and
-	// without division, so PyTorch's three regions hold: before the first
-	// zero z1 the usual value; at z1 the sum cut at the second zero; after
-	// z1 exactly 0, even where y is NaN. Where x_k is ±inf or NaN and no zero
-	// precedes it, dx_k is NaN (PyTorch's division), except along an axis of
-	// length 1, where dx = dy. Saves x and y.
+	// x_{k+1}...x_j (y_{-1} = 1), exact with zeros and without division,
+	// so PyTorch's three regions hold: before the first zero z1 the usual
+	// value; at z1 the sum cut at the second zero; after z1 exactly 0, even
+	// where y is NaN. Where x_k is ±inf or NaN and no zero precedes it, dx_k
+	// is NaN (PyTorch's division), except along an axis of length 1, where
+	// dx = dy. Saves x and y.
 	ScanCumprod
 	// ScanCummax: dx_k = the sum of g_j over the j whose forward index is k
 	// (a gather: deterministic, no atomics). The index moves to j when x_j is
 	// NaN (each NaN takes over) or when the running max is not NaN and x_j >=
 	// it: the LAST occurrence wins ties, and a number never replaces a
-	// running NaN (c = [index moves to k], a = 1 - c). Saves x.
+	// running NaN. Saves x.
 	ScanCummax
 	// ScanCummin: as ScanCummax with x_j <= the running min.
 	ScanCummin
@@ -64,7 +71,9 @@ const (
 var scanOpNames = [...]string{ScanCumsum: "cumsum", ScanCumprod: "cumprod", ScanCummax: "cummax",
 	ScanCummin: "cummin", ScanLogcumsumexp: "logcumsumexp"}
 
-// String returns the op's kernel name part, e.g. "cumprod".
+// String returns the op's lower-case name, e.g. "cumprod", as it appears
+// in KernelInfo.Op, kernel names and error messages. An unknown op prints
+// as ScanOp(N).
 func (op ScanOp) String() string {
 	if op >= 1 && int(op) < len(scanOpNames) {
 		return scanOpNames[op]
@@ -488,9 +497,13 @@ func (g *scanGeom) lazyFwd(op ScanOp) bool {
 	return op == ScanCumprod && !g.row && g.chunks > 1
 }
 
-// NewScanBackward validates desc and selects the kernel (row or col, from
-// the shape).
+// NewScanBackward validates desc and returns a plan for it. The error wraps
+// ErrUnsupported for an unknown op or a shape too large to launch, ErrDType
+// for an invalid dtype, ErrRank or ErrShape for a bad shape and ErrAxis for
+// an axis out of range.
 func NewScanBackward(desc ScanDesc) (*ScanBackward, error) {
+	// The plan's kernel is the row or col mapping, chosen from the shape;
+	// the colpair and colstrip kernels are added where they may apply.
 	id := planID{plan: "ScanBackward", op: desc.Op.String(), dt: desc.DType}
 	if desc.Op < ScanCumsum || desc.Op > ScanLogcumsumexp {
 		return nil, id.errorf(ErrUnsupported, "unknown scan op %d", uint8(desc.Op))
@@ -556,41 +569,55 @@ func NewScanBackward(desc ScanDesc) (*ScanBackward, error) {
 	return p, nil
 }
 
-// Kernel identifies the kernel the plan launches. For bf16 cummax and
-// cummin along an axis other than the innermost, cut into tiles, Run
-// takes "colpair" in place of the "col" kernel named here on compute
-// capability 8.0 and up, where the operands allow two slices a lane
-// (the innermost slice dim of even length and unit stride, the other
-// strides even, 4-byte aligned tensors: contiguous operands of an even
-// number of slices do). For f16 and bf16 cummax and cummin along such an
-// axis Run takes "colstrip" ahead of both (a block per strip of 32 slices
-// over the whole axis, no workspace) where the axis has at most 32256
-// elements, the device has the compute_80 build and the shared memory,
-// the operands allow 16-byte rows (the innermost slice dim a multiple of 8
-// with unit stride, the other strides multiples of 8, 16-byte aligned
-// tensors) and the strips fill one wave of the GPU to three quarters (99
-// to 132 strips, 3168 to 4224 slices, on an H100's 132 SMs).
+// Kernel identifies the kernel a Run launches for contiguous operands where
+// no faster kernel applies, for logs, diagnostics and tests. It depends only
+// on the descriptor, not on the GPU. For f16 and bf16 cummax and cummin
+// along an axis other than the innermost, a Run may launch a faster kernel
+// instead, where its device (compute capability 8.0 and up), the operands'
+// layout and the tensor's size allow it; Warm loads every kernel a Run of
+// the plan may launch.
 func (p *ScanBackward) Kernel() KernelInfo {
+	// For bf16 cummax and cummin along an axis other than the innermost,
+	// cut into tiles, Run takes "colpair" in place of the "col" kernel
+	// named here on compute capability 8.0 and up, where the operands
+	// allow two slices a lane (the innermost slice dim of even length and
+	// unit stride, the other strides even, 4-byte aligned tensors:
+	// contiguous operands of an even number of slices do). For f16 and
+	// bf16 cummax and cummin along such an axis Run takes "colstrip" ahead
+	// of both (a block per strip of 32 slices over the whole axis, no
+	// workspace) where the axis has at most 32256 elements, the device has
+	// the compute_80 build and the shared memory, the operands allow
+	// 16-byte rows (the innermost slice dim a multiple of 8 with unit
+	// stride, the other strides multiples of 8, 16-byte aligned tensors)
+	// and the strips fill one wave of the GPU to three quarters (99 to 132
+	// strips, 3168 to 4224 slices, on an H100's 132 SMs).
 	return KernelInfo{Name: p.kernel.name, Family: "scan", Op: p.id.op, DType: p.desc.DType, Backend: backend}
 }
 
-// Precision: math in opmath; the scans accumulate in opmath.
+// Precision reports the plan's numerical guarantees: math in opmath; the
+// scans accumulate in opmath.
 func (p *ScanBackward) Precision() Precision { return precisionFor(p.desc.DType, true) }
 
-// WorkspaceSize is the scratch memory a Run needs in ScanArgs.Workspace: 0
-// unless a slice is longer than one tile, then 16 to 40 bytes per tile and
-// slice (cumprod along an axis other than the innermost adds 4 bytes per
-// 32 slices). A tile is 256 runs along the innermost axis and 8 runs along
-// any other; a run is 16 elements (8 for f64), with cumsum 32 (16-bit
-// types along the innermost axis and f32/f16/bf16 along others), with
-// cummax and cummin 32 (16 for f32 along the innermost axis and f64, 20
-// for bf16 along other axes), and with cumprod bf16 along other axes 15
-// (scanItems). Where Run may take the colpair kernel (see Kernel) it is
-// the larger of the two kernels' needs.
+// WorkspaceSize returns the bytes of scratch memory a Run needs in
+// ScanArgs.Workspace. It is 0 unless the scanned axis is long: more than 64
+// to 256 elements along an outer axis, or 2048 to 8192 along the innermost,
+// by op and dtype. Beyond that it grows with the tensor, staying a small
+// fraction of dy's size. It depends only on the descriptor, not on the GPU,
+// and covers every kernel a Run of the plan may launch.
 func (p *ScanBackward) WorkspaceSize() int64 { return p.wsSize() }
 
 // wsSize is the larger of the two geometries' workspaces where the plan
 // may take either kernel.
+//
+// A workspace is 0 unless a slice is longer than one tile, then 16 to 40
+// bytes per tile and slice (cumprod along an axis other than the innermost
+// adds 4 bytes per 32 slices). A tile is 256 runs along the innermost axis
+// and 8 runs along any other; a run is 16 elements (8 for f64), with cumsum
+// 32 (16-bit types along the innermost axis and f32/f16/bf16 along others),
+// with cummax and cummin 32 (16 for f32 along the innermost axis and f64,
+// 20 for bf16 along other axes), and with cumprod bf16 along other axes 15
+// (scanItems). Where Run may take the colpair kernel (see Kernel) it is the
+// larger of the two kernels' needs.
 func (p *ScanBackward) wsSize() int64 {
 	if p.geom.pair != nil {
 		return max(p.geom.ws.size, p.geom.pair.ws.size)
@@ -822,14 +849,27 @@ func (p *ScanBackward) layout(a *ScanArgs, L *scanLayout, g *scanGeom) {
 	}
 }
 
-// Run validates args and enqueues the backward on s: with a workspace,
-// in the row mapping two forward-state passes for cumprod, cummax and
-// cummin (the first fills the look-back part), otherwise a 16-byte memset
-// of the ticket counter (the main launch's fill blocks fill the rest);
-// then the scan kernel (ext: the scan-order kernel with the fix pass's
-// blocks after its tiles, or with f64 the fix pass as a second launch).
-// It never allocates device memory, copies from the host or synchronizes.
+// Run checks args as Check does and queues on s the work that writes dx:
+// one or more kernel launches, and for long axes a memset of part of the
+// workspace, chosen by the operands' strides and alignment and by s's
+// device. An empty tensor queues nothing. Run returns once the work is
+// queued; dx is written, and the workspace free for reuse, when s reaches
+// the end of it (Stream.Synchronize, or an event recorded after Run). The
+// first Run of a kernel in a context loads it, which compiles its PTX
+// unless the driver's JIT cache holds it; Warm does that ahead of time.
+//
+// Run never allocates device memory, copies from the host or synchronizes,
+// so a Run whose kernels are loaded can be captured into a CUDA graph.
+// Runs of one plan may be made concurrently, each with its own workspace.
+// The error wraps ErrNilStream for a nil s, is one of Check's, or is the
+// driver's error from loading or launching a kernel.
 func (p *ScanBackward) Run(s *driver.Stream, a *ScanArgs) error {
+	// With a workspace Run queues, in the row mapping, two forward-state
+	// passes for cumprod, cummax and cummin (the first fills the look-back
+	// part), otherwise a 16-byte memset of the ticket counter (the main
+	// launch's fill blocks fill the rest); then the scan kernel (ext: the
+	// scan-order kernel with the fix pass's blocks after its tiles, or
+	// with f64 the fix pass as a second launch).
 	if s == nil {
 		return p.id.errorf(ErrNilStream, "Run needs a stream")
 	}

@@ -120,7 +120,10 @@ func lookupKernel(family, op string, dt dtype.DType, variant string) (string, bo
 	return "", false
 }
 
-// Kernels lists every kernel the library ships, in spec order.
+// Kernels lists every kernel the library ships, grouped by family, op and
+// dtype in a fixed order: for diagnostics, for reports of what a program
+// carries, and as the order WarmOptions.Shard counts in. Some need a newer
+// GPU than others; WarmAll loads those a device can run.
 func Kernels() []KernelInfo {
 	out := make([]KernelInfo, len(kernelTable))
 	for i, k := range kernelTable {

@@ -47,7 +47,7 @@ type WarmOptions struct {
 	// kernels done so far and the total.
 	Progress func(done, total int)
 	// Shard and Shards, when Shards > 1, make WarmAll load only the
-	// kernels whose index in the library's table is Shard modulo Shards:
+	// kernels whose index in Kernels() is Shard modulo Shards:
 	// so that several processes can fill the driver's JIT cache at once
 	// (`baracuda warm` does), each with its own share.
 	Shard, Shards int
@@ -95,11 +95,17 @@ func Warm(ctx *driver.Context, opt WarmOptions, plans ...Plan) error {
 	return nil
 }
 
-// WarmAll loads into ctx every kernel the library ships for ctx's device
-// (from the build a plan would take it from), or with opt.Shards > 1 its
-// share of them. It is what `baracuda selftest` and `baracuda warm` do; a
-// program that knows its plans warms just those with Warm.
+// WarmAll loads into ctx every kernel the library ships that ctx's device
+// can run, in the form a Run on that device takes, or with opt.Shards > 1
+// its share of them. It is what `baracuda selftest` and `baracuda warm` do;
+// a program that knows its plans warms just those with Warm. Like Warm, it
+// is safe to call concurrently with Runs. It returns an error for a shard
+// out of range, one wrapping driver.ErrUnsupportedDevice for a device
+// below MinComputeMajor.MinComputeMinor, or the driver's error from
+// loading a kernel.
 func WarmAll(ctx *driver.Context, opt WarmOptions) error {
+	// Each kernel comes from the build a plan would take it from on this
+	// device (moduleFor).
 	if opt.Shards > 1 && (opt.Shard < 0 || opt.Shard >= opt.Shards) {
 		return fmt.Errorf("ops: WarmAll: shard %d of %d is out of range", opt.Shard, opt.Shards)
 	}

@@ -2,8 +2,10 @@ package main
 
 import (
 	"bytes"
-	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestRunExitStatus: help exits 0 with the usage, a command line the
@@ -34,10 +36,8 @@ func TestRunExitStatus(t *testing.T) {
 	} {
 		var out, errOut bytes.Buffer
 		code := run(c.args, &out, &errOut)
-		all := out.String() + errOut.String()
-		if code != c.code || !strings.Contains(all, c.out) {
-			t.Errorf("baracuda %v: exit %d, want %d; output lacks %q:\n%s", c.args, code, c.code, c.out, all)
-		}
+		assert.Equal(t, c.code, code, "baracuda %v: exit status", c.args)
+		assert.Contains(t, out.String()+errOut.String(), c.out, "baracuda %v: output", c.args)
 	}
 }
 
@@ -45,17 +45,12 @@ func TestRunExitStatus(t *testing.T) {
 // names unique, each name's size its element count.
 func TestSweepCases(t *testing.T) {
 	cs := sweepCases()
-	if len(cs) != 4*len(sweepSizes()) {
-		t.Fatalf("%d sweep cases, want %d", len(cs), 4*len(sweepSizes()))
-	}
+	require.Len(t, cs, 4*len(sweepSizes()))
 	seen := map[string]bool{}
 	for _, c := range cs {
-		if seen[c.name] {
-			t.Errorf("%s twice", c.name)
-		}
+		assert.False(t, seen[c.name], "%s twice", c.name)
 		seen[c.name] = true
-		if c.n < 1<<10 || c.n > 1<<26 {
-			t.Errorf("%s: %d elements", c.name, c.n)
-		}
+		assert.GreaterOrEqual(t, c.n, 1<<10, c.name)
+		assert.LessOrEqual(t, c.n, 1<<26, c.name)
 	}
 }

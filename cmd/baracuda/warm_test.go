@@ -3,8 +3,10 @@ package main
 import (
 	"fmt"
 	"os/exec"
-	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // shWorker is a stand-in JIT worker: a shell script printing what a
@@ -28,19 +30,12 @@ func TestRunJITWorkersAddsUp(t *testing.T) {
 	n, err := runJITWorkers(4, shWorker(script), func(done, total int) {
 		calls = append(calls, fmt.Sprintf("%d/%d", done, total))
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n != 6 {
-		t.Errorf("%d kernels loaded, want 6", n)
-	}
-	if len(calls) == 0 || calls[len(calls)-1] != "6/6" {
-		t.Errorf("progress %v, want it to end at 6/6", calls)
-	}
+	require.NoError(t, err)
+	assert.Equal(t, 6, n, "kernels loaded")
+	require.NotEmpty(t, calls, "progress calls")
+	assert.Equal(t, "6/6", calls[len(calls)-1], "last progress call")
 	for _, c := range calls {
-		if !strings.HasSuffix(c, "/6") {
-			t.Errorf("progress %s before every worker said its total", c)
-		}
+		assert.Regexp(t, `/6$`, c, "progress before every worker said its total")
 	}
 }
 
@@ -55,7 +50,7 @@ func TestRunJITWorkersReportsAFailure(t *testing.T) {
 		return "echo 'total 1'; echo loaded"
 	}
 	_, err := runJITWorkers(2, shWorker(script), nil)
-	if err == nil || !strings.Contains(err.Error(), "JIT worker 1 of 2") || !strings.Contains(err.Error(), "driver: no device") {
-		t.Errorf("error %v, want worker 1's failure with its stderr", err)
-	}
+	require.Error(t, err)
+	assert.ErrorContains(t, err, "JIT worker 1 of 2")
+	assert.ErrorContains(t, err, "driver: no device", "the worker's stderr")
 }
