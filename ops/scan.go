@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/bits"
 	"os"
+	"strconv"
 	"unsafe"
 
 	"github.com/baracuda-go/baracuda/driver"
@@ -342,12 +343,22 @@ func scanCeil(a, b int64) int64 { return (a + b - 1) / b }
 
 func scanAlign16(v int64) int64 { return (v + 15) &^ 15 }
 
+// scanRowMinEnv, read when a plan is made, sets the axis length above
+// which an innermost axis takes the row mapping (by default 8 runs of the
+// col mapping's items). It is a kernel developer's knob (to time the two
+// mappings on short rows); users leave it unset.
+const scanRowMinEnv = "BARACUDA_SCAN_ROWMIN"
+
 // newScanGeom computes the geometry of a non-empty tensor.
 func newScanGeom(op ScanOp, dt dtype.DType, shape []int, axis int, elems int64) scanGeom {
 	rowN, colN := scanItems(op, dt)
 	g := scanGeom{n: int64(shape[axis])}
 	g.nslices = elems / g.n
-	if numel(shape[axis+1:]) == 1 && g.n > 8*colN {
+	rowMin := 8 * colN
+	if v, err := strconv.ParseInt(os.Getenv(scanRowMinEnv), 10, 64); err == nil && v >= 1 {
+		rowMin = v
+	}
+	if numel(shape[axis+1:]) == 1 && g.n > rowMin {
 		g.row = true
 		g.split = 32
 		for g.split < scanBlock && int64(g.split)*rowN < g.n {
