@@ -8,6 +8,12 @@ replayed from a CUDA graph and PyTorch's backward, in microseconds per call.
 Prints: case, ours (us, GB/s, % of copy bandwidth), PyTorch (us, GB/s), speed-up,
 then the geometric-mean speed-up, the median % of copy bandwidth and the cases
 that miss the targets (slower than PyTorch, or under 60% of copy bandwidth).
+
+With the output of `baracuda bench -shapes -json` and `torch_ref.py --shapes` the
+same table ends with the shapes set's summary instead (bench/README.md, "Shapes
+and data"): the median % of copy bandwidth and the cases under 50% of it, the
+cases slower than PyTorch, the grid and clamp cases over 1.5x the time of the
+same case on normal data, and the cases missing a target of the set.
 """
 import json
 import math
@@ -73,12 +79,89 @@ def main():
     if speedups:
         gm = math.exp(sum(math.log(s) for s in speedups) / len(speedups))
         print(f"geometric-mean speed-up over PyTorch: {gm:.2f}x over {len(speedups)} cases")
+    if any(name.startswith("shapes/") for name in ours):
+        shapes_summary(ours, torch_rows)
+        return
     if pcts:
         p = sorted(pcts)
         print(f"median share of copy bandwidth: {p[len(p) // 2]:.0f}% (min {p[0]:.0f}%)")
     print(f"cases missing a target: {len(misses)}")
     for m in misses:
         print("  " + m)
+
+
+# Targets of the shapes set (bench/README.md, "Shapes and data").
+SHAPES_MIN_COPY_PCT = 50
+SHAPES_MEDIAN_COPY_PCT = 70
+SHAPES_MAX_TIE_RATIO = 1.5
+
+
+def shapes_summary(ours, torch_rows):
+    ok = {n: r for n, r in ours.items() if "error" not in r}
+    reasons = {}
+
+    def miss(name, why):
+        reasons.setdefault(name, []).append(why)
+
+    for name, r in ours.items():
+        if "error" in r:
+            miss(name, "error: " + r["error"][:60])
+
+    # (1) share of copy bandwidth
+    pcts = sorted(r["copy_pct"] for r in ok.values())
+    under = [n for n, r in ok.items() if r["copy_pct"] < SHAPES_MIN_COPY_PCT]
+    for n in under:
+        miss(n, f"{ok[n]['copy_pct']:.0f}% of copy bandwidth")
+    median = pcts[len(pcts) // 2] if pcts else None
+    if median is None:
+        print("shapes: no case ran")
+    else:
+        print(f"shapes: median share of copy bandwidth {median:.0f}% (target >= {SHAPES_MEDIAN_COPY_PCT}%), "
+              f"min {pcts[0]:.0f}%; {len(under)} of {len(ok)} cases under {SHAPES_MIN_COPY_PCT}%")
+
+    # (2) against PyTorch
+    timed = slower = 0
+    for n, r in ok.items():
+        tu = torch_rows.get(n, {}).get("us")
+        if not tu:
+            continue
+        timed += 1
+        s = tu / r["us"]
+        if s < 1:
+            slower += 1
+            miss(n, f"{s:.2f}x PyTorch ({r['us']:.1f} us, PyTorch {tu:.1f} us)")
+    print(f"shapes: {slower} of {timed} cases with a PyTorch time slower than PyTorch")
+
+    # (3) tie-heavy data against normal data, per (op, dtype, shape, axis)
+    groups = {}
+    for n, r in ok.items():
+        key, data = n.rsplit("/", 1)
+        groups.setdefault(key, {})[data] = r["us"]
+    over, worst = [], (0.0, "")
+    for key, g in groups.items():
+        if "normal" not in g:
+            continue
+        ratios = {d: g[d] / g["normal"] for d in ("grid", "clamp") if d in g}
+        for d, x in ratios.items():
+            worst = max(worst, (x, f"{key}/{d}"))
+            if x > SHAPES_MAX_TIE_RATIO:
+                miss(f"{key}/{d}", f"{x:.2f}x the time on normal data")
+        if any(x > SHAPES_MAX_TIE_RATIO for x in ratios.values()):
+            over.append(f"{key}: " + ", ".join(f"{d} {x:.2f}x" for d, x in ratios.items()))
+    print(f"shapes: {len(over)} of {len(groups)} (op, dtype, shape, axis) with grid or clamp data over "
+          f"{SHAPES_MAX_TIE_RATIO}x the normal data's time" + (f" (worst {worst[0]:.2f}x, {worst[1]})" if worst[1] else ""))
+    for line in over:
+        print("  " + line)
+
+    print()
+    print(f"targets: every case >= 1x PyTorch and >= {SHAPES_MIN_COPY_PCT}% of copy bandwidth, grid and clamp "
+          f"within {SHAPES_MAX_TIE_RATIO}x of normal, median >= {SHAPES_MEDIAN_COPY_PCT}% of copy bandwidth")
+    if median is not None and median < SHAPES_MEDIAN_COPY_PCT:
+        print(f"median share of copy bandwidth misses its target: {median:.0f}%")
+    print(f"cases missing a target: {len(reasons)}")
+    for name in ours:
+        if name in reasons:
+            print(f"  {name}: " + "; ".join(reasons[name]))
 
 
 def sweep_table(ours, torch_rows, md):

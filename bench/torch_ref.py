@@ -10,11 +10,18 @@ region, because baracuda writes a dense dx.
 
 usage: python3 bench/torch_ref.py [substring-filter]
        python3 bench/torch_ref.py --sweep [substring-filter]
+       python3 bench/torch_ref.py --shapes [substring-filter]
 
 With --sweep it times the sweep cases of `baracuda bench -sweep` instead: one op
 of each family over sizes from 2^10 to 2^26 elements, each as back-to-back
 backward calls waited for once (host work included, as a training loop sees
 them), and prints {"case", "n", "torch_us"}.
+
+With --shapes it times the cases of `baracuda bench -shapes` (bench/README.md,
+"Shapes and data"): every reduce and scan op over seven (shape, axis) layouts of
+2^24 elements with normal, grid and clamp data, timed as the default cases, and
+prints {"case", "op", "dtype", "data", "us", "gbps"}. A case whose first call
+takes over 20 ms is timed over 3 calls instead of 20.
 """
 import json
 import sys
@@ -38,11 +45,24 @@ FLUSH_BYTES = 256 << 20
 SPIN_CYCLES = 1_000_000
 _flush = None
 
+# With adaptive timing, a case whose first warm-up call takes longer than
+# this is timed over SLOW_ITERS calls, the rest of its warm-up skipped.
+SLOW_SECONDS = 0.020
+SLOW_ITERS = 3
 
-def median_us(fn, iters=20, warmup=3):
+
+def median_us(fn, iters=20, warmup=3, adaptive=False):
     global _flush
     if _flush is None:
         _flush = torch.empty(FLUSH_BYTES, dtype=torch.uint8, device="cuda")
+    if adaptive:
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        fn()
+        torch.cuda.synchronize()
+        warmup -= 1
+        if time.perf_counter() - start > SLOW_SECONDS:
+            iters, warmup = SLOW_ITERS, 0
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
@@ -90,38 +110,48 @@ def binary_case(op, dt):
     return backward_of(forward(), (a, b)), elems
 
 
-def reduce_case(op, dt, axis):
-    shape = (4096, 4096)
-    x = torch.randn(*shape, device="cuda", dtype=dt)
-    if op == "prod":
-        x = 1.0 + 0.001 * x  # values near 1 (bench/README.md): the product stays finite
-    x.requires_grad_()
-    forward = {
-        "sum": lambda: x.sum(axis, keepdim=True), "mean": lambda: x.mean(axis, keepdim=True),
-        "max": lambda: x.amax(axis, keepdim=True), "min": lambda: x.amin(axis, keepdim=True),
-        "prod": lambda: x.prod(axis, keepdim=True),
-        "norm2": lambda: torch.linalg.vector_norm(x, 2, dim=axis, keepdim=True),
-        "logsumexp": lambda: torch.logsumexp(x, axis, keepdim=True),
-        "var": lambda: x.var(axis, keepdim=True), "std": lambda: x.std(axis, keepdim=True),
-    }[op]
-    out = forward()
+# The forwards, as (x, axis) -> y; reductions keep the axis as 1.
+REDUCE_FORWARD = {
+    "sum": lambda x, a: x.sum(a, keepdim=True), "mean": lambda x, a: x.mean(a, keepdim=True),
+    "max": lambda x, a: x.amax(a, keepdim=True), "min": lambda x, a: x.amin(a, keepdim=True),
+    "prod": lambda x, a: x.prod(a, keepdim=True),
+    "norm2": lambda x, a: torch.linalg.vector_norm(x, 2, dim=a, keepdim=True),
+    "logsumexp": lambda x, a: torch.logsumexp(x, a, keepdim=True),
+    "var": lambda x, a: x.var(a, keepdim=True), "std": lambda x, a: x.std(a, keepdim=True),
+}
+SCAN_FORWARD = {
+    "cumsum": lambda x, a: x.cumsum(a), "cumprod": lambda x, a: x.cumprod(a),
+    "cummax": lambda x, a: x.cummax(a)[0], "cummin": lambda x, a: x.cummin(a)[0],
+    "logcumsumexp": lambda x, a: torch.logcumsumexp(x, a),
+}
+SCAN_PER = {"cumsum": 2, "cummax": 3, "cummin": 3, "cumprod": 4, "logcumsumexp": 4}
+
+
+def reduce_backward(op, x, axis):
+    """The backward of reduction op over x (requiring grad), and its traffic."""
+    out = REDUCE_FORWARD[op](x, axis)
     n, m = x.numel(), out.numel()
     elems = n + m if op in ("sum", "mean") else 2 * n + 2 * m
     return backward_of(out, (x,), dense=True), elems
+
+
+def scan_backward(op, x, axis):
+    """The backward of scan op over x (requiring grad), and its traffic."""
+    return backward_of(SCAN_FORWARD[op](x, axis), (x,)), SCAN_PER[op] * x.numel()
+
+
+def reduce_case(op, dt, axis):
+    x = torch.randn(4096, 4096, device="cuda", dtype=dt)
+    if op == "prod":
+        x = 1.0 + 0.001 * x  # values near 1 (bench/README.md): the product stays finite
+    return reduce_backward(op, x.requires_grad_(), axis)
 
 
 def scan_case(op, dt, axis):
     x = torch.randn(4096, 4096, device="cuda", dtype=dt)
     if op == "cumprod":
         x = 1.0 + 0.001 * x
-    x.requires_grad_()
-    forward = {
-        "cumsum": lambda: x.cumsum(axis), "cumprod": lambda: x.cumprod(axis),
-        "cummax": lambda: x.cummax(axis)[0], "cummin": lambda: x.cummin(axis)[0],
-        "logcumsumexp": lambda: torch.logcumsumexp(x, axis),
-    }[op]
-    per = {"cumsum": 2, "cummax": 3, "cummin": 3, "cumprod": 4, "logcumsumexp": 4}[op]
-    return backward_of(forward(), (x,)), per * x.numel()
+    return scan_backward(op, x.requires_grad_(), axis)
 
 
 def lppool_case(dims, dt, shape, k, s):
@@ -204,10 +234,75 @@ def sweep_main(pattern):
         torch.cuda.empty_cache()
 
 
+# The shapes set of `baracuda bench -shapes`, in its order: (shape, axis)
+# layouts of 2^24 elements, and the kinds of data.
+SHAPES_LAYOUTS = [((1 << 24,), 0), ((4, 1 << 22), 1), ((1 << 22, 4), 0), ((1 << 22, 4), 1),
+                  ((4, 1 << 22), 0), ((4096, 4096), 0), ((4096, 4096), 1)]
+SHAPES_DATA = ["normal", "grid", "clamp"]
+
+
+def shapes_x(op, dt, shape, axis, data):
+    """x of a shapes case, made as `baracuda bench -shapes` makes it.
+
+    normal is N(0,1); grid is N(0,1) rounded to multiples of 1/8; clamp clamps
+    each slice at the value a sort puts at index floor(0.9*(k-1)), so that at
+    least 10% of every slice equals its max. prod and cumprod take 1 + 0.001*v
+    for those v (normal, grid) and, for clamp, the normal ones with positions
+    j % 10 == 3 of every slice set to 0.
+    """
+    v = torch.randn(*shape, device="cuda", dtype=torch.float32)
+    if data == "grid":
+        v = torch.round(v * 8) / 8
+    k = shape[axis]
+    if op in ("prod", "cumprod"):
+        x = (1.0 + 0.001 * v).to(dt)
+        if data == "clamp":
+            view = [1] * len(shape)
+            view[axis] = k
+            zero = (torch.arange(k, device="cuda") % 10 == 3).view(view)
+            x = x.masked_fill(zero, 0)
+        return x
+    x = v.to(dt)
+    if data == "clamp":
+        q = x.sort(dim=axis).values.narrow(axis, 9 * (k - 1) // 10, 1)
+        x = torch.minimum(x, q)
+    return x
+
+
+def shapes_cases():
+    for dt in ("f32", "bf16"):
+        for shape, axis in SHAPES_LAYOUTS:
+            for data in SHAPES_DATA:
+                for family, names in (("reduce", REDUCE), ("scan", SCAN)):
+                    for op in names:
+                        name = f"shapes/{family}/{op}/{dt}/{'x'.join(map(str, shape))}/axis{axis}/{data}"
+                        yield name, family, op, dt, shape, axis, data
+
+
+def shapes_main(pattern):
+    for name, family, op, dt, shape, axis, data in shapes_cases():
+        if pattern not in name:
+            continue
+        row = {"case": name, "op": op, "dtype": dt, "data": data}
+        try:
+            x = shapes_x(op, DTYPES[dt], shape, axis, data).requires_grad_()
+            backward = reduce_backward if family == "reduce" else scan_backward
+            step, elems = backward(op, x, axis)
+            us = median_us(step, adaptive=True)
+            size = torch.tensor([], dtype=DTYPES[dt]).element_size()
+            row.update(us=round(us, 2), gbps=round(elems * size / us / 1e3, 1))
+        except Exception as exc:
+            row["error"] = str(exc)[:200]
+        print(json.dumps(row), flush=True)
+        x = step = None
+        torch.cuda.empty_cache()
+
+
 def main():
-    if len(sys.argv) > 1 and sys.argv[1] == "--sweep":
+    if len(sys.argv) > 1 and sys.argv[1] in ("--sweep", "--shapes"):
         torch.manual_seed(0)
-        sweep_main(sys.argv[2] if len(sys.argv) > 2 else "")
+        run = sweep_main if sys.argv[1] == "--sweep" else shapes_main
+        run(sys.argv[2] if len(sys.argv) > 2 else "")
         return
     pattern = sys.argv[1] if len(sys.argv) > 1 else ""
     torch.manual_seed(0)

@@ -22,7 +22,8 @@ type benchCase struct {
 	name  string
 	op    string
 	dt    dtype.DType
-	elems int64 // minimal-traffic model, in elements of dt
+	data  string // the -shapes set's kind of input data; empty for the other cases
+	elems int64  // minimal-traffic model, in elements of dt
 	setup func(b *benchEnv) (run func() error, err error)
 }
 
@@ -66,12 +67,17 @@ func (b *benchEnv) values(dt dtype.DType, n int64, gen func() float64) []float64
 
 // uploadValues allocates a buffer of dt holding vals.
 func (b *benchEnv) uploadValues(dt dtype.DType, vals []float64) (driver.Buffer, error) {
-	buf, err := b.ctx.Alloc(int64(len(vals)) * int64(dt.Size()))
+	return b.uploadBytes(dtype.Encode(dt, vals))
+}
+
+// uploadBytes allocates a buffer holding enc, elements already encoded.
+func (b *benchEnv) uploadBytes(enc []byte) (driver.Buffer, error) {
+	buf, err := b.ctx.Alloc(int64(len(enc)))
 	if err != nil {
 		return buf, err
 	}
 	b.bufs = append(b.bufs, buf)
-	return buf, b.ctx.CopyHtoD(buf, dtype.Encode(dt, vals))
+	return buf, b.ctx.CopyHtoD(buf, enc)
 }
 
 func (b *benchEnv) normal() float64 { return b.rng.NormFloat64() }
@@ -95,6 +101,7 @@ type benchResult struct {
 	Case    string  `json:"case"`
 	Op      string  `json:"op"`
 	DType   string  `json:"dtype"`
+	Data    string  `json:"data,omitempty"`
 	US      float64 `json:"us"`
 	GBps    float64 `json:"gbps"`
 	CopyPct float64 `json:"copy_pct"`
@@ -115,11 +122,24 @@ func runBench(w io.Writer, args []string) error {
 	sweep := fs.Bool("sweep", false, "instead: one op of each family over sizes 2^10 to 2^26, each as back-to-back eager\n"+
 		"Runs and as the Run replayed from a CUDA graph (host launch included); -filter, -device,\n"+
 		"-json and -list apply")
+	shapes := fs.Bool("shapes", false, "instead of the default cases: every reduce and scan op, f32 and bf16, over seven\n"+
+		"(shape, axis) layouts of 2^24 elements, each with normal, grid (repeated values) and\n"+
+		"clamp (saturated) data (bench/README.md, \"Shapes and data\"); -filter, -device, -iters,\n"+
+		"-json and -list apply")
 	if err := parseFlags(w, fs, args); err != nil {
 		return err
 	}
-	if *sweep && *coldstart {
-		return usageError{fmt.Errorf("-sweep and -coldstart are two different runs: give one")}
+	var runs []string
+	for _, r := range []struct {
+		flag string
+		on   bool
+	}{{"-sweep", *sweep}, {"-coldstart", *coldstart}, {"-shapes", *shapes}} {
+		if r.on {
+			runs = append(runs, r.flag)
+		}
+	}
+	if len(runs) > 1 {
+		return usageError{fmt.Errorf("%s and %s are two different runs: give one", runs[0], runs[1])}
 	}
 	if *sweep {
 		return runSweep(w, *filter, *device, *asJSON, *list)
@@ -130,8 +150,12 @@ func runBench(w io.Writer, args []string) error {
 	if *coldstart {
 		return runColdstart(w, *filter, *device, *asJSON, *list)
 	}
+	all := benchCases
+	if *shapes {
+		all = shapesCases()
+	}
 	var cases []benchCase
-	for _, c := range benchCases {
+	for _, c := range all {
 		if strings.Contains(c.name, *filter) {
 			cases = append(cases, c)
 		}
@@ -175,7 +199,7 @@ func runBench(w io.Writer, args []string) error {
 		if progress {
 			fmt.Fprintf(os.Stderr, "\r\033[K[%d/%d] %s", i+1, len(cases), c.name)
 		}
-		r := benchResult{Case: c.name, Op: c.op, DType: c.dt.Suffix()}
+		r := benchResult{Case: c.name, Op: c.op, DType: c.dt.Suffix(), Data: c.data}
 		us, err := t.timeCase(c)
 		if err != nil {
 			r.Error = err.Error()

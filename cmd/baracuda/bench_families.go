@@ -2,6 +2,9 @@ package main
 
 import (
 	"fmt"
+	"math"
+	"runtime"
+	"sync"
 
 	"github.com/baracuda-go/baracuda/driver"
 	"github.com/baracuda-go/baracuda/dtype"
@@ -73,37 +76,49 @@ func (b *benchEnv) workspace(size int64) (driver.Buffer, error) {
 }
 
 func setupReduce(b *benchEnv, op ops.ReduceOp, dt dtype.DType, shape []int, axis int) (func() error, error) {
-	plan, err := ops.NewReduceBackward(ops.ReduceDesc{Op: op, DType: dt, Shape: shape, Axis: axis, Correction: 1})
-	if err != nil {
-		return nil, err
-	}
-	kshape := append([]int(nil), shape...)
-	kshape[axis] = 1
-	n, m := int64(shape[0]*shape[1]), int64(kshape[0]*kshape[1])
+	kshape := keepdim(shape, axis)
 	gen := b.normal
 	if op == ops.ReduceProd {
 		gen = b.nearOne // values near 1 (bench/README.md): the product stays finite
 	}
 	// y is the true forward of the stored x (max/min take their fast path
 	// only where exactly one element equals y, as in real use).
-	xv := b.values(dt, n, gen)
-	yv := make([]float64, m)
-	forSlices(xv, shape, axis, func(s int, slice []float64) {
-		yv[s] = ref.ReduceForward(op.String(), slice, 1)
+	xv := b.values(dt, numel(shape), gen)
+	yv := reduceForward(op, xv, shape, axis)
+	dy := b.values(dt, numel(kshape), b.normal)
+	return reduceRun(b, op, dt, shape, axis, dtype.Encode(dt, xv), dtype.Encode(dt, yv), dtype.Encode(dt, dy))
+}
+
+// reduceForward is y (one value per slice, in slice order) of x along axis,
+// in float64, with var's and std's correction 1 as the plans take it.
+func reduceForward(op ops.ReduceOp, xv []float64, shape []int, axis int) []float64 {
+	yv := make([]float64, ref.NewAxisSlices(shape, axis).Count())
+	reduceForwardTo(op, xv, shape, axis, yv)
+	return yv
+}
+
+// reduceForwardTo is reduceForward writing y into yv.
+func reduceForwardTo(op ops.ReduceOp, xv []float64, shape []int, axis int, yv []float64) {
+	forSlices(xv, nil, shape, axis, func(s int, in, _ []float64) {
+		yv[s] = ref.ReduceForward(op.String(), in, 1)
 	})
-	x, err := b.uploadValues(dt, xv)
+}
+
+// reduceRun uploads the encoded x, y and dy of a reduce backward, a zeroed
+// dx and the workspace, and returns the plan's Run.
+func reduceRun(b *benchEnv, op ops.ReduceOp, dt dtype.DType, shape []int, axis int, xb, yb, dyb []byte) (func() error, error) {
+	plan, err := ops.NewReduceBackward(ops.ReduceDesc{Op: op, DType: dt, Shape: shape, Axis: axis, Correction: 1})
 	if err != nil {
 		return nil, err
 	}
-	y, err := b.uploadValues(dt, yv)
-	if err != nil {
-		return nil, err
+	kshape := keepdim(shape, axis)
+	var t [3]driver.Buffer
+	for i, enc := range [][]byte{dyb, xb, yb} {
+		if t[i], err = b.uploadBytes(enc); err != nil {
+			return nil, err
+		}
 	}
-	dy, err := b.upload(dt, m, b.normal)
-	if err != nil {
-		return nil, err
-	}
-	dx, err := b.upload(dt, n, nil)
+	dx, err := b.upload(dt, numel(shape), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -111,8 +126,8 @@ func setupReduce(b *benchEnv, op ops.ReduceOp, dt dtype.DType, shape []int, axis
 	if err != nil {
 		return nil, err
 	}
-	args := &ops.ReduceArgs{DY: ops.NewTensor(dy, dt, kshape...), X: ops.NewTensor(x, dt, shape...),
-		Y: ops.NewTensor(y, dt, kshape...), DX: ops.NewTensor(dx, dt, shape...), Workspace: ws}
+	args := &ops.ReduceArgs{DY: ops.NewTensor(t[0], dt, kshape...), X: ops.NewTensor(t[1], dt, shape...),
+		Y: ops.NewTensor(t[2], dt, kshape...), DX: ops.NewTensor(dx, dt, shape...), Workspace: ws}
 	if err := plan.Check(args); err != nil {
 		return nil, err
 	}
@@ -120,35 +135,77 @@ func setupReduce(b *benchEnv, op ops.ReduceOp, dt dtype.DType, shape []int, axis
 }
 
 func setupScan(b *benchEnv, op ops.ScanOp, dt dtype.DType, shape []int, axis int) (func() error, error) {
-	plan, err := ops.NewScanBackward(ops.ScanDesc{Op: op, DType: dt, Shape: shape, Axis: axis})
-	if err != nil {
-		return nil, err
-	}
-	n := int64(shape[0] * shape[1])
 	gen := b.normal
 	if op == ops.ScanCumprod {
 		gen = b.nearOne
 	}
 	// y is the true forward of the stored x.
-	xv := b.values(dt, n, gen)
-	yv := make([]float64, n)
-	forSlices(xv, shape, axis, func(s int, slice []float64) {
-		ys := ref.ScanForward(op.String(), slice, false)
-		for j, v := range ys {
-			if axis == 1 {
-				yv[s*shape[1]+j] = v
-			} else {
-				yv[j*shape[1]+s] = v
-			}
+	xv := b.values(dt, numel(shape), gen)
+	yv := scanForward(op, xv, shape, axis)
+	dy := b.values(dt, numel(shape), b.normal)
+	return scanRun(b, op, dt, shape, axis, dtype.Encode(dt, xv), dtype.Encode(dt, yv), dtype.Encode(dt, dy))
+}
+
+// scanForward is y of x scanned along axis, in float64.
+func scanForward(op ops.ScanOp, xv []float64, shape []int, axis int) []float64 {
+	yv := make([]float64, len(xv))
+	scanForwardTo(op, xv, shape, axis, yv)
+	return yv
+}
+
+// scanForwardTo is scanForward writing y into yv.
+func scanForwardTo(op ops.ScanOp, xv []float64, shape []int, axis int, yv []float64) {
+	forSlices(xv, yv, shape, axis, func(_ int, in, out []float64) {
+		if op != ops.ScanLogcumsumexp || !logcumsumexpTo(in, out) {
+			ref.ScanForwardTo(op.String(), in, false, out)
 		}
 	})
+}
+
+// logcumsumexpTo writes the logcumsumexp of x into y and reports true, or
+// reports false, writing nothing meaningful, if x holds a NaN or an
+// infinity. It is ref.ScanForward's forward to within float64 rounding,
+// taken as y_k = m + log(s) with m the running max and s = Σ exp(x_i - m):
+// only a compare and an add are on the loop's dependency chain, where
+// ref's logaddexp chain waits on an exp and a log1p per element (three
+// times slower over the set's 2^24-element slices).
+func logcumsumexpTo(x, y []float64) bool {
+	for _, v := range x {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return false
+		}
+	}
+	if len(x) == 0 {
+		return true
+	}
+	m, s := x[0], 1.0
+	y[0] = m
+	for k := 1; k < len(x); k++ {
+		if v := x[k]; v > m {
+			s = s*math.Exp(m-v) + 1
+			m = v
+		} else {
+			s += math.Exp(v - m)
+		}
+		y[k] = m + math.Log(s)
+	}
+	return true
+}
+
+// scanRun uploads the encoded x, y and dy of a scan backward and a dx, and
+// returns the plan's Run.
+func scanRun(b *benchEnv, op ops.ScanOp, dt dtype.DType, shape []int, axis int, xb, yb, dyb []byte) (func() error, error) {
+	plan, err := ops.NewScanBackward(ops.ScanDesc{Op: op, DType: dt, Shape: shape, Axis: axis})
+	if err != nil {
+		return nil, err
+	}
 	var t [4]driver.Buffer
-	for i, vals := range [][]float64{b.values(dt, n, b.normal), xv, yv} { // dy, x, y
-		if t[i], err = b.uploadValues(dt, vals); err != nil {
+	for i, enc := range [][]byte{dyb, xb, yb} {
+		if t[i], err = b.uploadBytes(enc); err != nil {
 			return nil, err
 		}
 	}
-	if t[3], err = b.upload(dt, n, nil); err != nil {
+	if t[3], err = b.upload(dt, numel(shape), nil); err != nil {
 		return nil, err
 	}
 	ws, err := b.workspace(plan.WorkspaceSize())
@@ -220,21 +277,129 @@ func setupLpPool1d(b *benchEnv, dt dtype.DType) (func() error, error) {
 	return func() error { return plan.Run(b.stream, args) }, nil
 }
 
-// forSlices calls f with every slice of a row-major [rows, cols] matrix
-// along axis (0 or 1), in slice order.
-func forSlices(vals []float64, shape []int, axis int, f func(s int, slice []float64)) {
-	rows, cols := shape[0], shape[1]
-	if axis == 1 {
-		for r := 0; r < rows; r++ {
-			f(r, vals[r*cols:(r+1)*cols])
-		}
+// numel is the element count of shape.
+func numel(shape []int) int64 {
+	n := int64(1)
+	for _, d := range shape {
+		n *= int64(d)
+	}
+	return n
+}
+
+// keepdim is shape with the axis set to 1: the shape of a reduction's y and dy.
+func keepdim(shape []int, axis int) []int {
+	k := append([]int(nil), shape...)
+	k[axis] = 1
+	return k
+}
+
+// forSlices calls f for every slice s along axis of the row-major tensor
+// vals (any rank; the bench uses 1 and 2): in holds the slice's elements,
+// and where out (a tensor of vals' shape) is not nil, what f leaves in
+// outSlice becomes slice s of out; f must not modify in, and outSlice's
+// contents on entry are undefined. The calls run on one goroutine per CPU
+// at once, so f must write nothing shared but what belongs to slice s.
+// Contiguous slices are passed as views; strided ones are gathered, and
+// scattered back, a tile of neighbouring slices at a time, so that memory
+// is walked in runs rather than one element per cache line.
+func forSlices(vals, out []float64, shape []int, axis int, f func(s int, in, outSlice []float64)) {
+	v := ref.NewAxisSlices(shape, axis)
+	if v.Inner == 1 {
+		parallel(v.Count(), func(lo, hi int) {
+			for s := lo; s < hi; s++ {
+				var o []float64
+				if out != nil {
+					o = out[s*v.K : (s+1)*v.K]
+				}
+				f(s, vals[s*v.K:(s+1)*v.K], o)
+			}
+		})
 		return
 	}
-	slice := make([]float64, rows)
-	for c := 0; c < cols; c++ {
-		for r := range slice {
-			slice[r] = vals[r*cols+c]
+	// A tile is up to 64 slices of neighbouring inner index, at most about
+	// 2 MiB of float64 unless one slice is longer. In the tile buffers the
+	// slices lie ks apart, K padded by 16 so that the 64 elements of one
+	// row do not all fall in one cache set when K is a power of two.
+	tile := max(1, min(64, v.Inner, (1<<18)/v.K))
+	ks := v.K + 16
+	perOuter := (v.Inner + tile - 1) / tile
+	parallel(v.Outer*perOuter, func(lo, hi int) {
+		in := getScratch(tile * ks)
+		defer putScratch(in)
+		var ob []float64
+		if out != nil {
+			ob = getScratch(tile * ks)
+			defer putScratch(ob)
 		}
-		f(c, slice)
+		for t := lo; t < hi; t++ {
+			o, i0 := t/perOuter, t%perOuter*tile
+			w := min(tile, v.Inner-i0)
+			base := o*v.K*v.Inner + i0
+			for j := range v.K {
+				for b, x := range vals[base+j*v.Inner : base+j*v.Inner+w] {
+					in[b*ks+j] = x
+				}
+			}
+			for b := range w {
+				var os []float64
+				if out != nil {
+					os = ob[b*ks : b*ks+v.K]
+				}
+				f(o*v.Inner+i0+b, in[b*ks:b*ks+v.K], os)
+			}
+			if out == nil {
+				continue
+			}
+			for j := range v.K {
+				row := out[base+j*v.Inner : base+j*v.Inner+w]
+				for b := range row {
+					row[b] = ob[b*ks+j]
+				}
+			}
+		}
+	})
+}
+
+// scratch keeps forSlices' tile buffers between calls: a layout of long
+// strided slices needs two of up to 32 MiB per CPU, and fresh pages for
+// them cost more than the copying they serve.
+var scratch struct {
+	sync.Mutex
+	free [][]float64
+}
+
+// getScratch returns a buffer of n float64 (contents undefined).
+func getScratch(n int) []float64 {
+	scratch.Lock()
+	defer scratch.Unlock()
+	for i, b := range scratch.free {
+		if cap(b) >= n {
+			scratch.free = append(scratch.free[:i], scratch.free[i+1:]...)
+			return b[:n]
+		}
 	}
+	return make([]float64, n)
+}
+
+// putScratch returns a buffer of getScratch's for reuse.
+func putScratch(b []float64) {
+	scratch.Lock()
+	scratch.free = append(scratch.free, b)
+	scratch.Unlock()
+}
+
+// parallel splits [0, n) into one run of consecutive indices per CPU and
+// calls f on each run at once, returning when all are done.
+func parallel(n int, f func(lo, hi int)) {
+	w := min(runtime.GOMAXPROCS(0), n)
+	if w <= 1 {
+		f(0, n)
+		return
+	}
+	var wg sync.WaitGroup
+	for k := range w {
+		lo, hi := n*k/w, n*(k+1)/w
+		wg.Go(func() { f(lo, hi) })
+	}
+	wg.Wait()
 }

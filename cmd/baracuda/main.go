@@ -5,7 +5,8 @@
 //	baracuda selftest   every (op, dtype) on the GPU against the reference; CPU checks without one
 //	baracuda warm       fill the driver's JIT cache with every kernel, in parallel worker processes
 //	baracuda bench      benchmark cases of bench/README.md against the copy bandwidth
-//	                    (-coldstart: the first Run of each plan in a fresh process, JIT included)
+//	                    (-coldstart: the first Run of each plan in a fresh process, JIT included;
+//	                    -shapes: every reduce and scan op over seven layouts and three kinds of data)
 package main
 
 import (

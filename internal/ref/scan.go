@@ -14,8 +14,15 @@ var ScanOps = []string{"cumsum", "cumprod", "cummax", "cummin", "logcumsumexp"}
 // cummin propagate NaN; logcumsumexp combines as PyTorch's CUDA kernel,
 // max + log1p(exp(min - max)), keeping an infinity met twice.
 func ScanForward(op string, x []float64, reverse bool) []float64 {
+	y := make([]float64, len(x))
+	ScanForwardTo(op, x, reverse, y)
+	return y
+}
+
+// ScanForwardTo is ScanForward writing y into a slice of the caller's
+// (len(y) == len(x); y must not overlap x).
+func ScanForwardTo(op string, x []float64, reverse bool, y []float64) {
 	n := len(x)
-	y := make([]float64, n)
 	var acc float64
 	for i := 0; i < n; i++ {
 		k := scanIndex(i, n, reverse)
@@ -40,7 +47,6 @@ func ScanForward(op string, x []float64, reverse bool) []float64 {
 		}
 		y[k] = acc
 	}
-	return y
 }
 
 // scanIndex is the position along the axis of the i-th element in scan order.
