@@ -1052,6 +1052,10 @@ __device__ __forceinline__ void red_total(const T* __restrict__ x, const T* __re
 //   - at a 16-byte boundary, the mend mask: one bit per element of x,
 //     Op::mend_flag (the elements a wide mend rewrites), N 32-bit words per
 //     32 packs (red_flat_bits_store).
+// RED_FLAT_LOCAL: up to this many slices the flat kernel's blocks count in
+// shared memory (red_flat_provisional).
+#define RED_FLAT_LOCAL 64
+
 __device__ __forceinline__ i64 red_flat_counts_size(i64 S) { return (4 * (S + 1) + 15) & ~(i64)15; }
 
 __device__ __forceinline__ i64* red_flat_slots(void* ws, i64 S) {
@@ -1071,41 +1075,53 @@ template <typename Op, typename M> __device__ __forceinline__ bool red_flag(M x,
 	return t.z != 0;
 }
 
-// red_flat_count (all 32 lanes of a warp, converged) adds to cnt[s] the
+// red_flat_count (all 32 lanes of a warp, converged) adds to cnt[s] (the
+// workspace's counts, or a block's in shared memory: see
+// red_flat_provisional) the
 // flagged elements m (bits) of each lane, whose flat indices are q0 + bit,
 // with one integer atomic per slice the warp touches (lanes grouped by
-// slice; a lane with m == 0 passes any s), so that a slice whose every
-// element ties costs an atomic per warp, not per element. The counts are
-// exact and order-free. Each lane then records its indices in the slots
-// from the place its prefix over the group's lanes gives it, while that is
-// under Op::flat_slots; a count that passes Op::flat_slots sets the wide
-// flag.
-template <typename Op>
-__device__ __forceinline__ void red_flat_count(void* ws, i64 S, i64 s, unsigned m, i64 q0) {
+// slice with match.any; a lane with m == 0 passes any s), so that a slice
+// whose every element ties costs an atomic per warp, not per element. The
+// counts are exact and order-free. Each lane then records its indices in
+// the slots from the place its prefix over its group gives it, while that
+// is under Op::flat_slots; a count that passes Op::flat_slots sets the
+// wide flag (where wide is not null). A group's lanes are either contiguous (Single false: a lane's
+// pack lies in one slice, and slices follow the lanes in order), so that
+// a prefix over the warp gives every group's sums, or each lane flags at
+// most one element (Single true: the group's lanes, in any order, are the
+// count).
+template <typename Op, bool Single>
+__device__ __forceinline__ void red_flat_count(int* cnt, i64* slots, int* wide, i64 s, unsigned m, i64 q0) {
 	const unsigned full = 0xffffffffu;
 	if (__ballot_sync(full, m != 0) == 0) return;
 	const int lane = threadIdx.x & 31;
-	const int c = __popc(m);
 	const unsigned peers = __match_any_sync(full, m != 0 ? s : (i64)-1);
-	int p = c;  // inclusive prefix of c over the warp
+	const int lead = __ffs(peers) - 1;
+	int before, total;  // flagged elements of the group: in lanes under this one, in all
+	if (Single) {
+		before = __popc(peers & ((1u << lane) - 1u));
+		total = __popc(peers);
+	} else {
+		const int c = __popc(m);
+		int p = c;  // inclusive prefix of c over the warp
 #pragma unroll
-	for (int d = 1; d < 32; d <<= 1) {
-		const int t = __shfl_up_sync(full, p, d);
-		if (lane >= d) p += t;
+		for (int d = 1; d < 32; d <<= 1) {
+			const int t = __shfl_up_sync(full, p, d);
+			if (lane >= d) p += t;
+		}
+		const int first = __shfl_sync(full, p - c, lead);
+		total = __shfl_sync(full, p, 31 - __clz(peers)) - first;
+		before = p - c - first;
 	}
-	const int lead = __ffs(peers) - 1, last = 31 - __clz(peers);
-	const int before = __shfl_sync(full, p - c, lead);
-	const int total = __shfl_sync(full, p, last) - before;
 	int b = 0;
 	if (m != 0 && lane == lead) {
-		int* cnt = static_cast<int*>(ws);
 		b = atomicAdd(cnt + s, total);
-		if (b + total > Op::flat_slots) static_cast<volatile int*>(cnt)[S] = 1;
+		if (wide != nullptr && b + total > Op::flat_slots) *static_cast<volatile int*>(wide) = 1;
 	}
 	b = __shfl_sync(full, b, lead);
 	if (Op::flat_slots == 0) return;
-	i64* slot = red_flat_slots(ws, S) + s * Op::flat_slots;
-	for (int at = b + p - c - before; m != 0 && at < Op::flat_slots; m &= m - 1, ++at) slot[at] = q0 + __ffs(m) - 1;
+	i64* slot = slots + s * Op::flat_slots;
+	for (int at = b + before; m != 0 && at < Op::flat_slots; m &= m - 1, ++at) slot[at] = q0 + __ffs(m) - 1;
 }
 
 // red_flat_bits_store (all 32 lanes, converged) writes the mend bits mb of
@@ -1286,9 +1302,25 @@ __device__ __forceinline__ void red_flat_provisional(const T* __restrict__ x, co
 		const T* __restrict__ dy, T* __restrict__ dx, void* __restrict__ ws, const ReduceLayout& L) {
 	typedef typename OpMath<T>::type M;
 	constexpr int N = Pack<T>::N;
+	constexpr int SL = Op::flat_slots > 0 ? Op::flat_slots : 1;
+	__shared__ int bcnt[RED_FLAT_LOCAL];
+	__shared__ i64 bslot[RED_FLAT_LOCAL * SL];
 	const RedAcc<M> assumed = Op::template assumed<M>();
 	const int lane = threadIdx.x & 31;
 	unsigned* bits = red_flat_bits<Op>(ws, L.slices);
+	int* gcnt = static_cast<int*>(ws);
+	i64* gslot = red_flat_slots(ws, L.slices);
+	// Few slices: the block counts in shared memory and adds its counts
+	// once at the end, so that many ties in one slice do not queue every
+	// warp of the grid on one atomic.
+	const bool local = L.slices <= RED_FLAT_LOCAL;
+	if (local) {
+		for (int i = threadIdx.x; i < RED_FLAT_LOCAL; i += blockDim.x) bcnt[i] = 0;
+		__syncthreads();
+	}
+	int* cnt = local ? bcnt : gcnt;
+	i64* slots = local ? bslot : gslot;
+	int* wide = local ? nullptr : gcnt + L.slices;
 	const i64 nth = grid_threads();
 	for (i64 q0 = global_tid() - lane; q0 < L.fpacks; q0 += nth) {  // q0: the warp's first pack (warp-uniform)
 		const i64 q = q0 + lane;
@@ -1334,13 +1366,25 @@ __device__ __forceinline__ void red_flat_provisional(const T* __restrict__ x, co
 			store_pack(dx + q * N, out);
 		}
 		if (L.fip == 0) {
-			red_flat_count<Op>(ws, L.slices, o, m, q * N);
+			red_flat_count<Op, false>(cnt, slots, wide, o, m, q * N);
 		} else {
 			// Each element is its own slice kq + e.
 #pragma unroll
-			for (int e = 0; e < N; ++e) red_flat_count<Op>(ws, L.slices, kq + e, (m >> e) & 1u, q * N + e);
+			for (int e = 0; e < N; ++e) red_flat_count<Op, true>(cnt, slots, wide, kq + e, (m >> e) & 1u, q * N + e);
 		}
 		red_flat_bits_store<N>(bits, q0, mb);
+	}
+	if (local) {
+		// The block's counts into the workspace, and its first indices
+		// into the slots from the place the global count gives them.
+		__syncthreads();
+		for (int t = threadIdx.x; t < L.slices; t += blockDim.x) {
+			const int c = bcnt[t];
+			if (c == 0) continue;
+			const int b = atomicAdd(gcnt + t, c);
+			if (b + c > Op::flat_slots) *static_cast<volatile int*>(gcnt + L.slices) = 1;
+			for (int i = 0; i < c && b + i < Op::flat_slots; ++i) gslot[t * SL + b + i] = bslot[t * SL + i];
+		}
 	}
 }
 

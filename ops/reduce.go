@@ -1337,13 +1337,18 @@ func (p *ReduceBackward) launchSmem(s *driver.Stream, lf *loadedFunction, a *Red
 	// but not for the f32 row kernels: without it, axis 1 f32 var 86% ->
 	// 88%, std, max and min 85-86% -> 86-87%, prod 78% -> 77% (three
 	// rounds each). The flat kernel is elementwise: gridCover's grid.
+	// The flat kernel of the provisional ops adds each block's counts to
+	// the workspace once (with few slices, all on a few counters): no more
+	// blocks than fit at once. Most of red_flat_fix's blocks find no wide
+	// slice and return: likewise, though at least a thread per slice.
 	capped := L.flat.packs == 0 && (smem > 0 || (p.desc.Op.needsSaved() && (L.mapping != redRow || p.desc.DType != dtype.F32)))
-	if limit := int64(lf.sms * per); grid > limit && capped {
+	capped = capped || p.flatFx && L.flat.packs > 0
+	limit := int64(lf.sms * per)
+	if grid > limit && capped {
 		grid = limit
-	} else if L.phase == redPhaseFlat {
-		// Most of red_flat_fix's blocks find no wide slice and return:
-		// no more of them than fit at once.
-		grid = max(min(grid, limit), ceilDiv(L.slices, redBlock))
+	}
+	if L.phase == redPhaseFlat {
+		grid = max(grid, ceilDiv(L.slices, redBlock))
 	}
 	return p.launchGrid(s, lf, a, L, max(min(grid, maxGridX), 1), smem)
 }
