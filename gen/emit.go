@@ -141,6 +141,12 @@ func (f *Family) instantiations(bd Build) []byte {
 		if k.Variant.Block > 0 {
 			bounds, mb = fmt.Sprint(k.Variant.Block), 1
 		}
+		if k.Variant.MinBlocks > 0 {
+			mb = k.Variant.MinBlocks
+		}
+		if v, ok := k.Variant.OpMinBlocks[k.Op.Name]; ok {
+			mb = v
+		}
 		if mb > 0 {
 			bounds += fmt.Sprintf(", %d", mb)
 		}

@@ -134,7 +134,7 @@ template <typename M> __device__ __forceinline__ RedCtx<M> red_ctx(M p, M q, int
 
 // RedNoStats is the base of the ops that need no per-slice statistics.
 struct RedNoStats {
-	static constexpr bool stats = false, provisional = false, batch = false, mend_unflagged = false;
+	static constexpr bool stats = false, provisional = false, batch = false, mend_mask = false;
 	static constexpr int flat_slots = 0;
 	template <typename M> __device__ static RedAcc<M> init() { return red_acc(M(0), 0); }
 	template <typename M> __device__ static RedAcc<M> assumed() { return red_acc(M(0), 0); }
@@ -143,8 +143,6 @@ struct RedNoStats {
 	template <typename M> __device__ static bool fix(const RedAcc<M>&) { return true; }
 	template <typename M> __device__ static bool fix_chunk(const RedAcc<M>&, const RedAcc<M>&) { return true; }
 	template <typename M> __device__ static bool wide(const RedAcc<M>&) { return false; }
-	template <typename M> __device__ static bool mend_flag(M, M) { return false; }
-	template <typename M> __device__ static bool mend_all(M) { return false; }
 };
 
 // sum: y = Σx. dx = g.
@@ -173,7 +171,7 @@ struct RedMean : RedNoStats {
 // Provisional: count == 1, where g/1*mask is bit-identical.
 struct RedMaxMin {
 	static constexpr bool needs_x = true, needs_y = true, stats = true, provisional = true, batch = false;
-	static constexpr bool mend_unflagged = false;  // see wide
+	static constexpr bool mend_mask = true;  // see wide
 	// flat_slots: positions of elements equal to y the flat kernel records
 	// per slice (red_flat_count), so that a slice with that few ties is
 	// mended without reading x again.
@@ -184,11 +182,10 @@ struct RedMaxMin {
 	template <typename M> __device__ static void combine(RedAcc<M>& a, const RedAcc<M>& b) { a.z += b.z; }
 	template <typename M> __device__ static bool fix(const RedAcc<M>& a) { return a.z != 1; }
 	// The flat path (red_flat_fix) mends a slice with more ties than
-	// slots across the whole grid: each element equal to y gets
-	// elem(slice, y), every other one keeps g*0.
+	// slots across the whole grid, from the mask of the elements equal to
+	// y (mend_mask): each of them gets elem(slice, y), every other element
+	// keeps its g*0.
 	template <typename M> __device__ static bool wide(const RedAcc<M>& a) { return a.z > flat_slots; }
-	template <typename M> __device__ static bool mend_flag(M x, M y) { return x == y; }
-	template <typename M> __device__ static bool mend_all(M) { return false; }
 	// With count >= 2, a chunk holding no element equal to y keeps its
 	// provisional g*0, the same bits as (g/count)*0; count 0 (y NaN, or
 	// equal to no element) rewrites every chunk.
@@ -214,7 +211,7 @@ struct RedProd {
 	// batch: the col statistics loop issues a batch's loads first (see
 	// red_col_tile); for the other ops that form measured slower.
 	static constexpr bool needs_x = true, needs_y = true, stats = true, provisional = true, batch = true;
-	static constexpr bool mend_unflagged = true;  // see wide
+	static constexpr bool mend_mask = false;  // see wide
 	static constexpr int flat_slots = 0;
 	template <typename M> __device__ static RedAcc<M> init() { return red_acc(M(1), 0); }
 	template <typename M> __device__ static RedAcc<M> assumed() { return red_acc(M(1), 0); }
@@ -231,14 +228,10 @@ struct RedProd {
 	}
 	template <typename M> __device__ static bool fix(const RedAcc<M>& a) { return a.z != 0; }
 	template <typename M> __device__ static bool fix_chunk(const RedAcc<M>&, const RedAcc<M>&) { return true; }
-	// The flat path (red_flat_fix) mends a slice with two or more zeros
-	// across the whole grid, where every dx is g*0: the provisional
-	// g*(y/x) already is, with y == 0, at every positive finite x; the
-	// other elements (mend_flag) are rewritten, and where y is not 0 (a NaN
-	// or infinite factor made it NaN) the whole slice is.
+	// The flat path (red_flat_fix) rewrites a slice with two or more zeros
+	// whole across the grid, every dx g*0 (no mask: the provisional
+	// g*(y/x) differs from it wherever x is negative, infinite or NaN).
 	template <typename M> __device__ static bool wide(const RedAcc<M>& a) { return a.z >= 2; }
-	template <typename M> __device__ static bool mend_flag(M x, M) { return !(x > M(0) && x < M(INFINITY)); }
-	template <typename M> __device__ static bool mend_all(M y) { return !(y == M(0)); }
 	template <typename M> __device__ static RedCtx<M> slice(M g, M y, const RedAcc<M>& a, double, i64) {
 		if (a.z == 0) return red_ctx(g, y, 0);
 		const M zero = g * M(0);
@@ -279,7 +272,7 @@ struct RedLogSumExp : RedNoStats {
 // x == mean or g == 0), N < c a negative factor.
 struct RedVar {
 	static constexpr bool needs_x = true, needs_y = false, stats = true, provisional = false, batch = false;
-	static constexpr bool mend_unflagged = false;
+	static constexpr bool mend_mask = false;
 	static constexpr int flat_slots = 0;
 	template <typename M> __device__ static RedAcc<M> init() { return red_acc(M(0), 0); }
 	template <typename M> __device__ static RedAcc<M> assumed() { return red_acc(M(0), 0); }
@@ -288,8 +281,6 @@ struct RedVar {
 	template <typename M> __device__ static bool fix(const RedAcc<M>&) { return true; }
 	template <typename M> __device__ static bool fix_chunk(const RedAcc<M>&, const RedAcc<M>&) { return true; }
 	template <typename M> __device__ static bool wide(const RedAcc<M>&) { return false; }
-	template <typename M> __device__ static bool mend_flag(M, M) { return false; }
-	template <typename M> __device__ static bool mend_all(M) { return false; }
 	template <typename M> __device__ static RedCtx<M> slice(M g, M, const RedAcc<M>& a, double scale, i64 k) {
 		return red_ctx(M(scale) * g, a.a / M(k), 0);
 	}
@@ -1049,9 +1040,9 @@ __device__ __forceinline__ void red_total(const T* __restrict__ x, const T* __re
 //     when some slice counted more than Op::flat_slots such elements;
 //   - at a 16-byte boundary, Op::flat_slots flat indices per slice of such
 //     elements (the first ones to arrive; any order);
-//   - at a 16-byte boundary, the mend mask: one bit per element of x,
-//     Op::mend_flag (the elements a wide mend rewrites), N 32-bit words per
-//     32 packs (red_flat_bits_store).
+//   - at a 16-byte boundary, for the ops with Op::mend_mask (max/min), the
+//     mend mask: one bit per element of x, the flagged ones, N 32-bit words
+//     per 32 packs (red_flat_bits_store).
 // RED_FLAT_LOCAL: up to this many slices the flat kernel's blocks count in
 // shared memory (red_flat_provisional).
 #define RED_FLAT_LOCAL 64
@@ -1176,9 +1167,9 @@ __device__ __noinline__ void red_flat_redo(const T* __restrict__ x, T* __restric
 //     (red_flat_redo).
 // Then, where the wide flag is set, the whole grid walks x's packs as the
 // flat kernel did and rewrites, in the packs of wide slices, the elements
-// the mend mask flags (all of a slice where Op::mend_all), from the count
-// alone: elem(cx, y) where flagged, elem(cx, NaN) (max/min: (g/count)*0;
-// prod: g*0) elsewhere in the pack, without reading x. So ties cost one
+// the mend mask flags (every element without Op::mend_mask), from the
+// count alone: elem(cx, y) where flagged, elem(cx, NaN) elsewhere
+// (max/min: (g/count)*0; prod: g*0), without reading x. So ties cost one
 // pass over the mask, not over x, and the grid covers long slices.
 template <typename T, typename Op>
 __device__ __forceinline__ void red_flat_fix(const T* __restrict__ x, const T* __restrict__ y,
@@ -1224,16 +1215,15 @@ __device__ __forceinline__ void red_flat_fix(const T* __restrict__ x, const T* _
 	const M nan = M(NAN);
 	for (i64 q0 = global_tid() - lane; q0 < L.fpacks; q0 += nth) {
 		const i64 q = q0 + lane;
-		const unsigned mb = red_flat_bits_load<N>(bits, q0);
+		const unsigned mb = Op::mend_mask ? red_flat_bits_load<N>(bits, q0) : 0u;
 		if (q >= L.fpacks) continue;
 		const i64 o = bc_div(q, L.fmagic[0], L.fshift[0]);
 		if (L.fip == 0) {
-			if (mb == 0 && !Op::mend_unflagged) continue;
+			if (Op::mend_mask && mb == 0) continue;
 			RedAcc<M> acc = Op::template assumed<M>();
 			acc.z = cnt[o];
 			if (!Op::wide(acc)) continue;
 			const M yv = to_op(y[o]);
-			if (mb == 0 && !Op::mend_all(yv)) continue;
 			const RedCtx<M> cx = Op::template slice<M>(to_op(dy[o]), yv, acc, L.scale, L.k);
 			Pack<T> out;
 #pragma unroll
@@ -1250,7 +1240,7 @@ __device__ __forceinline__ void red_flat_fix(const T* __restrict__ x, const T* _
 				if (!Op::wide(acc)) continue;
 				const M yv = to_op(y[kq + e]);
 				const bool flagged = (mb >> e) & 1;
-				if (!flagged && !Op::mend_all(yv)) continue;
+				if (Op::mend_mask && !flagged) continue;
 				const RedCtx<M> cx = Op::template slice<M>(to_op(dy[kq + e]), yv, acc, L.scale, L.k);
 				dx[q * N + e] = from_op<T>(Op::elem(cx, flagged ? yv : nan));
 			}
@@ -1293,7 +1283,40 @@ __device__ __forceinline__ void red_flat_fix(const T* __restrict__ x, const T* _
 // would be split (red_flat_provisional): it writes the provisional dx
 // (their common case: one element equal to y; no zero), counts per slice
 // the elements that may make it wrong (red_flat_count: for max/min an
-// element equal to y, for prod a zero) and writes the mend mask; the apply
+// element equal to y, for prod a zero) and, for max/min, writes them as
+// the mend mask; the apply
+// kernel's RED_PHASE_FLAT launch then mends the slices where it is wrong
+// (red_flat_fix). Every dx is the same bits whatever the order of the
+// atomics. It is empty for var and std, which need the mean first.
+// red_flat_count_pack (all 32 lanes, converged) counts the flagged
+// elements m of lane's pack q (any q where m == 0) into the block's counts
+// in shared memory (local: few slices) or the workspace's. A call: the
+// common pass, with nothing flagged, keeps none of its registers.
+template <typename T, typename Op>
+__device__ __forceinline__ void red_flat_count_pack(void* ws, int* bcnt, i64* bslot, bool local, const ReduceLayout& L,
+		i64 q, unsigned m) {
+	constexpr int N = Pack<T>::N;
+	int* gcnt = static_cast<int*>(ws);
+	int* cnt = local ? bcnt : gcnt;
+	i64* slots = local ? bslot : red_flat_slots(ws, L.slices);
+	int* wide = local ? nullptr : gcnt + L.slices;
+	const i64 o = bc_div(q, L.fmagic[0], L.fshift[0]);
+	if (L.fip == 0) {
+		red_flat_count<Op, false>(cnt, slots, wide, o, m, q * N);
+		return;
+	}
+	// Each element is its own slice kq + e.
+	const i64 kq = (o * L.fip + q - bc_div(q, L.fmagic[1], L.fshift[1]) * L.fip) * N;
+#pragma unroll
+	for (int e = 0; e < N; ++e) red_flat_count<Op, true>(cnt, slots, wide, kq + e, (m >> e) & 1u, q * N + e);
+}
+
+// The provisional ops (max, min, prod) take it too where their slices
+// would be split (red_flat_provisional): it writes the provisional dx
+// (their common case: one element equal to y; no zero), counts per slice
+// the elements that may make it wrong (red_flat_count: for max/min an
+// element equal to y, for prod a zero) and, for max/min, writes them as
+// the mend mask; the apply
 // kernel's RED_PHASE_FLAT launch then mends the slices where it is wrong
 // (red_flat_fix). Every dx is the same bits whatever the order of the
 // atomics. It is empty for var and std, which need the mean first.
@@ -1307,9 +1330,6 @@ __device__ __forceinline__ void red_flat_provisional(const T* __restrict__ x, co
 	__shared__ i64 bslot[RED_FLAT_LOCAL * SL];
 	const RedAcc<M> assumed = Op::template assumed<M>();
 	const int lane = threadIdx.x & 31;
-	unsigned* bits = red_flat_bits<Op>(ws, L.slices);
-	int* gcnt = static_cast<int*>(ws);
-	i64* gslot = red_flat_slots(ws, L.slices);
 	// Few slices: the block counts in shared memory and adds its counts
 	// once at the end, so that many ties in one slice do not queue every
 	// warp of the grid on one atomic.
@@ -1318,16 +1338,12 @@ __device__ __forceinline__ void red_flat_provisional(const T* __restrict__ x, co
 		for (int i = threadIdx.x; i < RED_FLAT_LOCAL; i += blockDim.x) bcnt[i] = 0;
 		__syncthreads();
 	}
-	int* cnt = local ? bcnt : gcnt;
-	i64* slots = local ? bslot : gslot;
-	int* wide = local ? nullptr : gcnt + L.slices;
 	const i64 nth = grid_threads();
 	for (i64 q0 = global_tid() - lane; q0 < L.fpacks; q0 += nth) {  // q0: the warp's first pack (warp-uniform)
 		const i64 q = q0 + lane;
-		unsigned m = 0, mb = 0;  // per element: red_flag, Op::mend_flag
-		i64 o = -1, kq = 0;
+		unsigned m = 0;  // per element: red_flag
 		if (q < L.fpacks) {
-			o = bc_div(q, L.fmagic[0], L.fshift[0]);
+			const i64 o = bc_div(q, L.fmagic[0], L.fshift[0]);
 			const Pack<T> xv = load_pack(x + q * N);
 			Pack<T> out;
 			if (L.fip == 0) {
@@ -1338,10 +1354,9 @@ __device__ __forceinline__ void red_flat_provisional(const T* __restrict__ x, co
 				for (int e = 0; e < N; ++e) {
 					const M xe = to_op(xv.v[e]);
 					m |= red_flag<Op>(xe, yv) ? 1u << e : 0u;
-					mb |= Op::mend_flag(xe, yv) ? 1u << e : 0u;
 				}
 			} else {
-				kq = (o * L.fip + q - bc_div(q, L.fmagic[1], L.fshift[1]) * L.fip) * N;
+				const i64 kq = (o * L.fip + q - bc_div(q, L.fmagic[1], L.fshift[1]) * L.fip) * N;
 				const Pack<T> gv = load_pack(dy + kq), yp = load_pack(y + kq);
 				bool bad = false;
 #pragma unroll
@@ -1350,7 +1365,6 @@ __device__ __forceinline__ void red_flat_provisional(const T* __restrict__ x, co
 					const RedCtx<M> c = Op::template slice<M>(to_op(gv.v[e]), yv, assumed, L.scale, L.k);
 					out.v[e] = from_op<T>(RedFast<Op, T>::elem(c, xe, bad));
 					m |= red_flag<Op>(xe, yv) ? 1u << e : 0u;
-					mb |= Op::mend_flag(xe, yv) ? 1u << e : 0u;
 				}
 				if (bad) {
 					// RedFast's quotient was out of its range somewhere:
@@ -1365,19 +1379,15 @@ __device__ __forceinline__ void red_flat_provisional(const T* __restrict__ x, co
 			}
 			store_pack(dx + q * N, out);
 		}
-		if (L.fip == 0) {
-			red_flat_count<Op, false>(cnt, slots, wide, o, m, q * N);
-		} else {
-			// Each element is its own slice kq + e.
-#pragma unroll
-			for (int e = 0; e < N; ++e) red_flat_count<Op, true>(cnt, slots, wide, kq + e, (m >> e) & 1u, q * N + e);
-		}
-		red_flat_bits_store<N>(bits, q0, mb);
+		if (__ballot_sync(0xffffffffu, m != 0) != 0) red_flat_count_pack<T, Op>(ws, bcnt, bslot, local, L, q, m);
+		if (Op::mend_mask) red_flat_bits_store<N>(red_flat_bits<Op>(ws, L.slices), q0, m);
 	}
 	if (local) {
 		// The block's counts into the workspace, and its first indices
 		// into the slots from the place the global count gives them.
 		__syncthreads();
+		int* gcnt = static_cast<int*>(ws);
+		i64* gslot = red_flat_slots(ws, L.slices);
 		for (int t = threadIdx.x; t < L.slices; t += blockDim.x) {
 			const int c = bcnt[t];
 			if (c == 0) continue;

@@ -53,6 +53,12 @@ type Variant struct {
 	// the block the launcher gives them): a shape that needs more threads
 	// to a block than the family's other kernels.
 	Block int
+	// MinBlocks, when set, replaces the family's (and the build's) minimum
+	// of resident blocks per SM in the variant's launch bounds: a kernel
+	// whose rare paths would otherwise take registers from the occupancy
+	// its common path needs. OpMinBlocks replaces it for single ops.
+	MinBlocks   int
+	OpMinBlocks map[string]int
 }
 
 // has reports whether the variant is instantiated for op and dt.

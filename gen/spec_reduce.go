@@ -74,7 +74,13 @@ var reduceFamily = Family{
 		{Name: "std", Functor: "RedStd"},
 	},
 	Variants: []Variant{
-		{Name: "flat", Template: "reduce_flat", Ops: redFlatOps},
+		// flat: a pack per thread, streamed like the binary kernels, needs
+		// many threads an SM to keep enough loads in flight, which the
+		// provisional ops' counting of ties (a rare path) must not take
+		// registers from: max and min run 6 blocks an SM (40 registers;
+		// under 40 they spill on compute capability 7 and 8), prod 5 (48:
+		// its division's exact fallback spills f64 under 48).
+		{Name: "flat", Template: "reduce_flat", Ops: redFlatOps, OpMinBlocks: map[string]int{"max": 6, "min": 6, "prod": 5}},
 		{Name: "row", Template: "reduce_row"},
 		{Name: "col", Template: "reduce_col"},
 		{Name: "stats", Template: "reduce_stats", Ops: redStatsOps},

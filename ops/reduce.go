@@ -249,6 +249,10 @@ func flatSlots(op ReduceOp) int64 {
 	return 0
 }
 
+// redFlatLocal mirrors RED_FLAT_LOCAL in gen/reduce.cuh: up to this many
+// slices the flat kernel's blocks count in shared memory.
+const redFlatLocal = 64
+
 // flatCountsSize is the flat path's counts: a 4-byte count per slice, then
 // the wide flag, padded to 16 bytes (red_flat_counts_size).
 func flatCountsSize(slices int64) int64 {
@@ -256,12 +260,15 @@ func flatCountsSize(slices int64) int64 {
 }
 
 // flatFixSize is the workspace of the flat path: the counts, then
-// flatSlots 8-byte indices per slice, then at a 16-byte boundary the mend
-// mask, one bit per element of x in 32-bit words, n words per 32 packs of
-// n elements (red_flat_bits).
+// flatSlots 8-byte indices per slice, then for Max and Min, at a 16-byte
+// boundary, the mend mask: one bit per element of x in 32-bit words, n
+// words per 32 packs of n elements (red_flat_bits).
 func flatFixSize(op ReduceOp, dt dtype.DType, slices, packs int64) int64 {
-	n := int64(16 / dt.Size())
-	return (flatCountsSize(slices)+8*flatSlots(op)*slices+15)&^15 + 4*n*ceilDiv(packs, 32)
+	size := (flatCountsSize(slices) + 8*flatSlots(op)*slices + 15) &^ 15
+	if op == ReduceMax || op == ReduceMin {
+		size += 4 * int64(16/dt.Size()) * ceilDiv(packs, 32)
+	}
+	return size
 }
 
 // The one-pass col split: Var and Std, whose split col slices otherwise
@@ -1136,7 +1143,7 @@ func (L *reduceLayout) blocks() int64 {
 	}
 	if L.phase == redPhaseFlat {
 		// A thread per slice, and the flat kernel's grid for a wide mend
-		// (launchSmem caps it at the resident blocks).
+		// (launchSmem caps it).
 		return max(ceilDiv(L.slices, redBlock), int64(gridCover(L.flat.packs, redBlock)))
 	}
 	if L.flat.packs > 0 {
@@ -1337,18 +1344,19 @@ func (p *ReduceBackward) launchSmem(s *driver.Stream, lf *loadedFunction, a *Red
 	// but not for the f32 row kernels: without it, axis 1 f32 var 86% ->
 	// 88%, std, max and min 85-86% -> 86-87%, prod 78% -> 77% (three
 	// rounds each). The flat kernel is elementwise: gridCover's grid.
-	// The flat kernel of the provisional ops adds each block's counts to
-	// the workspace once (with few slices, all on a few counters): no more
-	// blocks than fit at once. Most of red_flat_fix's blocks find no wide
-	// slice and return: likewise, though at least a thread per slice.
+	// With few slices (redFlatLocal) the flat kernel of the provisional
+	// ops adds each block's counts to the workspace once, all on a few
+	// counters: no more blocks than fit at once.
 	capped := L.flat.packs == 0 && (smem > 0 || (p.desc.Op.needsSaved() && (L.mapping != redRow || p.desc.DType != dtype.F32)))
-	capped = capped || p.flatFx && L.flat.packs > 0
-	limit := int64(lf.sms * per)
-	if grid > limit && capped {
+	capped = capped || p.flatFx && L.flat.packs > 0 && L.phase != redPhaseFlat && L.slices <= redFlatLocal
+	if limit := int64(lf.sms * per); grid > limit && capped {
 		grid = limit
 	}
 	if L.phase == redPhaseFlat {
-		grid = max(grid, ceilDiv(L.slices, redBlock))
+		// Most of red_flat_fix's blocks find no wide slice and return:
+		// two blocks an SM walk the packs where one is wide, and there is
+		// at least a thread per slice.
+		grid = max(min(grid, int64(2*lf.sms)), ceilDiv(L.slices, redBlock))
 	}
 	return p.launchGrid(s, lf, a, L, max(min(grid, maxGridX), 1), smem)
 }

@@ -753,12 +753,13 @@ func TestReduceFlatPlan(t *testing.T) {
 			}
 		}
 	}
-	// Counts and the wide flag (16-byte aligned), slots, then the mask:
-	// 4 f32 elements a pack, a bit each, 4 words per 32 packs.
+	// Counts and the wide flag (16-byte aligned), slots, then the mask
+	// (max and min): 4 f32 elements a pack, a bit each, 4 words per 32
+	// packs.
 	if got, want := flatFixSize(ReduceMax, dtype.F32, 4096, 1<<20), int64(16400+4096*4*8+4*4*(1<<15)); got != want {
 		t.Errorf("flatFixSize(max, f32, 4096 slices, 2^20 packs) = %d, want %d", got, want)
 	}
-	if got, want := flatFixSize(ReduceProd, dtype.BF16, 5, 33), int64(32+4*8*2); got != want {
+	if got, want := flatFixSize(ReduceProd, dtype.BF16, 5, 33), int64(32); got != want {
 		t.Errorf("flatFixSize(prod, bf16, 5 slices, 33 packs) = %d, want %d", got, want)
 	}
 }
