@@ -130,7 +130,7 @@ def shapes_summary(ours, torch_rows):
         if s < 1:
             slower += 1
             miss(n, f"{s:.2f}x PyTorch ({r['us']:.1f} us, PyTorch {tu:.1f} us)")
-    print(f"shapes: {slower} of {timed} cases with a PyTorch time slower than PyTorch")
+    print(f"shapes: {slower} cases slower than PyTorch (of the {timed} it timed)")
 
     # (3) tie-heavy data against normal data, per (op, dtype, shape, axis)
     groups = {}
