@@ -110,8 +110,8 @@ __device__ __forceinline__ void st_global_v2(void* p, const unsigned* w) {
 	asm volatile("st.global.v2.u32 [%0], {%1, %2};" ::"l"(p), "r"(w[0]), "r"(w[1]));
 }
 
-// store_pack: f64 keeps the plain store, which the asm form only made
-// longer (more registers in the col kernels) without fewer stores.
+// store_pack: f64 keeps the plain store; the asm form makes it longer
+// (more registers in the col kernels) without fewer stores.
 template <typename T> __device__ __forceinline__ void store_pack(T* p, const Pack<T>& v) {
 	if (sizeof(T) == 8) {
 		uint4 r;

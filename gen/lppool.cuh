@@ -166,9 +166,9 @@ struct LpP1 {
 // LpP2: p == 2. coef_w = dy_w * (K/c_w) / y_w and dx_i = x_i * Σ coef_w.
 // The quotient is lp_fdiv's (lp_quot's for f16).
 struct LpP2 {
-	// 2, not 4: at 4 the bf16 pack kernel held 64 registers, and 2 rows
-	// with more resident blocks measured faster (H100, bf16 2d k2s2 56% ->
-	// 77% of copy bandwidth, k3s2 54% -> 65%; f32 unchanged).
+	// 2, not 4: at 4 the bf16 pack kernel holds 64 registers, and 2 rows
+	// with more resident blocks are faster for bf16 (f32 runs the same
+	// either way).
 	static constexpr int rows = 2;
 	template <typename T, typename M> __device__ static M coef(M g, M f, M y, M) { return lp_quot<T>(g * f, y); }
 	template <typename M> __device__ static M xpow(M x, M) { return x; }

@@ -209,7 +209,7 @@ struct RedMaxMin {
 // Provisional: no zero.
 struct RedProd {
 	// batch: the col statistics loop issues a batch's loads first (see
-	// red_col_tile); for the other ops that form measured slower.
+	// red_col_tile); for the other ops that form is slower.
 	static constexpr bool needs_x = true, needs_y = true, stats = true, provisional = true, batch = true;
 	static constexpr bool mend_mask = false;  // see wide
 	static constexpr int flat_slots = 0;
@@ -316,17 +316,14 @@ __device__ __forceinline__ float red_quot(float n, float d, bool& bad) {
 }
 
 // RedFast<Op, T>::elem is Op::elem with red_quot in place of its division
-// where that measured faster: prod's no-zero formula g*(y/x) for f16 and
-// bf16 in the cached row path (a slice with a zero takes the exact path).
-// There the exact division's branch in every element kept ptxas from
-// interleaving them: ncu put the bf16 prod row kernel at 0.65 issued
-// instructions per cycle per scheduler and 32% of DRAM bandwidth; with
-// red_quot it went from 58% to 62% of copy bandwidth (H100). Measured and
-// not kept: the same for f32 (ptxas gave its row kernel 83 registers, two
-// blocks per SM instead of three: 78% -> 67%), for prod's col statistics
-// loop (bf16 52% -> 46%, f32 72% -> 66%) and for norm2 (x/y; 65% -> 60%
-// along axis 1 in bf16 at the same occupancy: the exact division's own fast
-// path is shorter than red_quot with its range checks).
+// where that is faster: prod's no-zero formula g*(y/x) for f16 and bf16 in
+// the cached row path (a slice with a zero takes the exact path). There the
+// exact division's branch in every element keeps ptxas from interleaving
+// the elements; red_quot has none. The exact division stays for f32 (with
+// red_quot ptxas gives its row kernel 83 registers, two blocks per SM
+// instead of three), for prod's col statistics loop (slower with red_quot)
+// and for norm2 (x/y: the exact division's own fast path is shorter than
+// red_quot with its range checks).
 template <typename Op, typename T, bool = Narrow<T>::value> struct RedFast {
 	template <typename M> __device__ static M elem(const RedCtx<M>& c, M x, bool&) { return Op::elem(c, x); }
 };
@@ -490,9 +487,10 @@ __device__ __forceinline__ void red_row_tile(const T* __restrict__ x, const T* _
 	if (Op::stats && Pass != RED_APPLY && active) {
 		if (cached) {
 			// All CP loads are issued before any is used: each is
-			// unconditional (a lane past np re-reads pack np-1), since a
-			// load under its own branch was scheduled after the previous
-			// pack's arithmetic, leaving one load in flight per thread.
+			// unconditional (a lane past np re-reads pack np-1), since
+			// ptxas schedules a load under its own branch after the
+			// previous pack's arithmetic, leaving one load in flight per
+			// thread.
 			if (np > 0) {
 #pragma unroll
 				for (int r = 0; r < CP; ++r) cache[r] = load_pack(xp + min(lane + (i64)r * G, np - 1) * N);
@@ -570,8 +568,8 @@ __device__ __forceinline__ void red_row_tile(const T* __restrict__ x, const T* _
 // RedColVec is how many adjacent slices a col-mapping thread takes when x
 // and dx are contiguous across them: one 16-byte access (4 of f32, 8 of
 // f16/bf16, 2 of f64), except 4 of f16/bf16 (8 bytes) for the ops with
-// statistics, whose per-slice statistics and context for 8 slices held so
-// many registers that a quarter of the resident blocks was lost; else half
+// statistics, whose per-slice statistics and context for 8 slices hold so
+// many registers that a quarter of the resident blocks would be lost; else half
 // of that where it is at least 2 (the launcher's cvec says which), else 1.
 // RedColUnroll is the col loops' unroll: 64 bytes of x in flight per thread
 // with 16-byte accesses, and with narrower ones too.
@@ -843,9 +841,9 @@ __device__ __forceinline__ void red_col_tile(const T* __restrict__ x, const T* _
 		};
 		i64 n = red_steps(len, kt, H);
 		if (Op::batch) {
-			// A batch's loads all go out before its arithmetic: in the
+			// A batch's loads all go out before its arithmetic: in a
 			// plain unrolled loop prod's divisions (their slow-path
-			// branches) held the later loads back.
+			// branches) hold the later loads back.
 			constexpr int U = RedColUnroll<T, V>::n;
 			for (; n >= U; n -= U, xp += U * H * kx, dp += U * H * kd, bp += U * H * W) {
 				RedVec<T, V> xb[U];
@@ -954,8 +952,8 @@ __device__ __forceinline__ void red_row_pass(const T* __restrict__ x, const T* _
 // dp: its first position; xs, ds: the strides along the axis) with context
 // cx, the warp's lanes taking every 32nd position, RED_FIX_BATCH rows per
 // lane at a time, all loads of a batch before any store (the rows of a col
-// slice are far apart: one load, one round trip; a loop that stored before
-// its next load made a tied slice wait for one round trip after another).
+// slice are far apart: one load, one round trip; a loop that stores before
+// its next load makes a tied slice wait for one round trip after another).
 template <typename T, typename Op>
 __device__ __forceinline__ void red_fix_rows(const T* __restrict__ xp, T* __restrict__ dp,
 		const RedCtx<typename OpMath<T>::type>& cx, i64 len, i64 xs, i64 ds) {
@@ -980,10 +978,9 @@ __device__ __forceinline__ void red_fix_rows(const T* __restrict__ xp, T* __rest
 // wrong (one warp; acc is the slice's total, cx its context; xo, xs and
 // dof, ds the slice's offset and stride along the axis in x and dx). It
 // is a call, not inlined, so that the common path of red_total (no
-// rewrite) stays as compact as before it batched its loads: inlined, the
-// larger rewrite cost the untied slices of prod bf16 along axis 0 1.5 us
-// (H100). It takes scalars, not the layout, whose address would send the
-// kernel parameter through local memory.
+// rewrite) stays compact: inlined, the rewrite with its batched loads slows
+// the untied slices too. It takes scalars, not the layout, whose address
+// would send the kernel parameter through local memory.
 template <typename T, typename Op>
 __device__ __noinline__ void red_total_fix(const T* __restrict__ x, T* __restrict__ dx,
 		const RedAcc<typename OpMath<T>::type>* __restrict__ ws, RedAcc<typename OpMath<T>::type> acc,
@@ -1516,8 +1513,8 @@ __device__ __forceinline__ void reduce_one(const T* __restrict__ x, const T* __r
 // barrier reads all C of them through distributed shared memory and
 // combines them in rank order (the same bits in every block). With half
 // the rows per block a strip of 64-byte rows fits in shared memory where a
-// whole one would not (4096 rows), and the wider rows are what measured
-// faster (ops/reduce.go).
+// whole one would not (4096 rows), and the wider rows are the faster ones
+// (ops/reduce.go).
 template <typename T, typename Op, int C>
 __device__ __forceinline__ void red_strip(const T* __restrict__ x, const T* __restrict__ y,
 		const T* __restrict__ dy, T* __restrict__ dx, const ReduceLayout& L) {

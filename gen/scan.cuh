@@ -246,11 +246,11 @@ struct CumprodBw : StrongZero {
 };
 
 // bf16 cumprod col runs hold 15: at 16 the 80 registers of the compute_80
-// build (3 blocks per SM) spilled loaded values between the operands'
-// loads, each spill store waiting for its load, so the tile made one
-// round trip per operand (ncu); at 15 nothing spills (92 -> 80 us for
-// 4096x4096 along axis 0 on an H100; 14 measured 81.3, 12 86.3). logcumsumexp issues its loads before its spills
-// and lost at 14 and 12.
+// build (3 blocks per SM) spill loaded values between the operands' loads,
+// each spill store waiting for its load, so the tile makes one round trip
+// per operand; at 15 nothing spills, and shorter runs are slower.
+// logcumsumexp issues its loads before its spills and keeps 16 (shorter
+// runs slow it down).
 template <> struct ScanItems<__nv_bfloat16, CumprodBw> {
 	static constexpr int row = 16, col = 15;
 };
@@ -342,11 +342,9 @@ template <typename T, int E> struct ScanItems<T, CumExtBw<E> > {
 	static constexpr int row = sizeof(T) == 2 ? 32 : 16, col = sizeof(T) == 8 ? 16 : 32;
 };
 // The bf16 cummax/cummin col runs hold 20 and load dy and x together
-// (ScanRun::load): at 32, held at once they spilled 306 bytes and ran
+// (ScanRun::load): at 32, held at once they spill 306 bytes and run
 // slower than one operand after the other (a round trip each); at 20
-// nothing spills and both go out at once (69 -> 66 us for 4096x4096
-// along axis 0 on an H100; 22, without spills, and
-// 24, with 72 bytes, measured 68).
+// nothing spills and both go out at once (longer runs are slower).
 template <int E> struct ScanItems<__nv_bfloat16, CumExtBw<E> > {
 	static constexpr int row = 32, col = 20;
 };
@@ -392,16 +390,15 @@ struct LogcumsumexpBw : NoFwd, StrongZero {
 };
 
 // ColFetch: how a chunked col kernel helps its loads along, per op, where
-// it measured faster (bf16 on compute_80 and later, 4096x4096 along axis 0
-// on an H100):
+// that is faster (bf16 on compute_80 and later):
 // - prefetch: each warp first asks L2 for the rows that the same warp of
 //   its unit's next tile will load (scan_col_prefetch), so that DRAM works
-//   ahead of the tiles: cumsum 36.1 -> 33.6 us, cumprod 71.5 -> 68.3;
+//   ahead of the tiles: cumsum and cumprod;
 // - l2_128: the run's element loads fetch whole 128-byte L2 lines
-//   (scan_ld_l2): cummax 61.6 -> 60.6, cummin 62.0 -> 61.1,
-//   logcumsumexp 70.5 -> 68.4 (prefetch there: 61.2, 61.8 and 68.9).
-// Both at once measured slower than either (logcumsumexp 77.2 us); the
-// f32 kernels lost up to 9 us with the prefetch.
+//   (scan_ld_l2): cummax, cummin and logcumsumexp, for which it is faster
+//   than the prefetch.
+// No op takes both (both at once are slower than either), and the other
+// dtypes take neither (the prefetch slows the f32 kernels down).
 template <typename T, typename Op> struct ColFetch {
 	static constexpr bool prefetch = false, l2_128 = false;
 };
@@ -749,7 +746,7 @@ struct ScanRun {
 
 	// get loads one operand's run in scan order: the col mapping (vec
 	// false) with load_scan, the row mapping with load_run and a flip
-	// (load_scan there measured 2-3 points slower on H100).
+	// (load_scan is slower there).
 	__device__ __forceinline__ void get(const T* __restrict__ p, i64 base, i64 st, bool vec, M (&v)[N], M fill) {
 		if (Col) {
 			load_scan<T, N>(p, base, st, k0, cnt, rev, v, fill);
@@ -817,13 +814,12 @@ struct ScanRun {
 	// load of the run first (16-byte packs for a full, aligned row run),
 	// then the conversions; a conversion right after one operand's loads
 	// would wait for them before the next operand's loads issue. One
-	// operand after the other (get) where that measured faster or was
-	// not measured: cumsum reads dy alone, and the col kernels of cummax
-	// and cummin other than bf16 keep runs of 32 elements (bf16 takes 20
-	// grouped, see ScanItems: 32 held at once spilled). The row kernels
-	// keep the grouped element loads as the fallback of the packs: with
-	// get there, cummax and cummin f32 along axis 1 measured 81% of copy
-	// instead of 89%. y before the run (yb) also fills y past the run,
+	// operand after the other (get) elsewhere: cumsum reads dy alone, and
+	// the col kernels of cummax and cummin other than bf16 keep runs of 32
+	// elements (bf16 takes 20 grouped, see ScanItems: 32 held at once
+	// spill). The row kernels keep the grouped element loads as the
+	// fallback of the packs: with get there, cummax and cummin f32 along
+	// axis 1 are slower. y before the run (yb) also fills y past the run,
 	// so that in scan order the element before index i is i - 1 (or yb at
 	// i = 0) even where the run starts at lo > 0; where the run starts the
 	// slice yb is 0, or 1 for a direct op (its c there).
@@ -924,17 +920,13 @@ struct ScanRun {
 		if (!Op::mask_factors && !Direct<Op>::on && sizeof(M) == 4 && cnt == N) {
 			// A full run (lo = 0, hi = N): every index is valid, and the
 			// slice's first element can only be index 0, so the factors
-			// need neither the range mask nor a first test per element
-			// (logcumsumexp on an H100, 4096x4096: f32 88 -> 90% of copy
-			// along axis 1, 82 -> 86% along axis 0, bf16 71 -> 77% along
-			// axis 1). Not where the second loop costs more than it saves:
-			// a Direct op, whose full runs mostly skip prep (its row
-			// kernel spilled); f64 (its row kernel spilled). The bf16 col
-			// kernel was kept out while it spilled more with it (88 bytes
-			// instead of 60, bf16 along axis 0 57 -> 56%); with exp in
-			// three instructions and no first test in logcumsumexp's prep
-			// it spills less with it (40 bytes instead of 52 on sm_90) and
-			// bf16 along axis 0 went 77.6 -> 74.5 us.
+			// need neither the range mask nor a first test per element,
+			// which makes logcumsumexp faster. Not where the second loop
+			// costs more than it saves: a Direct op, whose full runs
+			// mostly skip prep (its row kernel spills with it); f64 (its
+			// row kernel spills with it). The bf16 col kernel takes it:
+			// with exp in three instructions and no first test in
+			// logcumsumexp's prep it spills less with it than without.
 			const bool first0 = ifirst == 0;
 #pragma unroll
 			for (int i = 0; i < N; ++i) {
@@ -1343,8 +1335,7 @@ __device__ __forceinline__ M fwd_lookback(unsigned char* ws, const ScanLayout& L
 // above them, the fill blocks that are done. The first L.fillers tickets
 // are fill blocks: each sets its share of the slots, [SCAN_COUNTER,
 // L.ws_fill), to 0xff bytes and then counts itself done behind a fence
-// (so the launcher no longer fills them with a memset, which cost about 2
-// us on an H100).
+// (so the launcher needs no memset of the slots, a launch of its own).
 // A thread reads or writes the slots only after it has seen every fill
 // block done through an acquire: its block's ticket (scan_take), or
 // scan_ws_wait. Fill tickets come before every other, so a tile waits
@@ -1392,8 +1383,8 @@ __device__ __forceinline__ void scan_fill_part(unsigned char* __restrict__ ws, i
 // block runs its share. Returns -1 for a fill block; else the ticket
 // counted from the first after the fill blocks', with SCAN_READY set
 // where every fill block was done by then. Not inlined: inlined, the
-// ticket and fill code changed how ptxas allocated registers in the tile
-// code after it (logcumsumexp bf16 along axis 0 1 us slower on an H100).
+// ticket and fill code changes how ptxas allocates registers in the tile
+// code after it, and the tiles run slower.
 #define SCAN_READY (1LL << 62)
 __device__ __noinline__ i64 scan_take(unsigned char* __restrict__ ws, i64 ws_fill, int fillers) {
 	__shared__ unsigned long long s_t;
@@ -1424,10 +1415,8 @@ __device__ __forceinline__ void scan_ws_wait(const unsigned char* ws, const Scan
 
 // scan_fwd_prefix (phase 2, row mapping): one thread per slice turns the
 // forward aggregates of its tiles into exclusive prefixes in scan order,
-// loading eight at a time. (The row kernels kept this form when the col
-// kernels had a warp form of phase 2: with that form in the same kernel,
-// ptxas gave the cumprod row kernels 128 registers instead of 102, and
-// they measured 5% slower on an H100.)
+// loading eight at a time. (A warp form of phase 2 in the same kernel
+// would give the cumprod row kernels more registers and slow them down.)
 template <typename T, typename Op>
 __device__ __forceinline__ void scan_fwd_prefix(unsigned char* __restrict__ ws, const ScanLayout& L) {
 	typedef typename OpMath<T>::type M;
@@ -1520,8 +1509,8 @@ __device__ __forceinline__ void scan_fwd_unit(const T* __restrict__ x, const T* 
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 	const bool rev = L.reverse != 0;
 	// The slice offsets again rather than the caller's: taking them as a
-	// parameter changed the f32 col kernel's registers (112 -> 102 on
-	// sm_90) and cumprod f32 along axis 0 measured 1% slower.
+	// parameter changes how ptxas allocates the f32 col kernel's registers,
+	// and cumprod f32 along axis 0 runs slower.
 	i64 off[4];
 	scan_slice_offsets(L, has ? s : 0, off);
 	M ye = M(0);
@@ -1751,13 +1740,10 @@ template <> struct FixSt<true> {
 // the tile added. V after tile top - j is the maps of the tiles after it
 // applied to the round's carry: warp_carry_scan composes them (the lanes
 // below j are upstream). The records are read only where needed. (A warp
-// for two slices, their loads together, gained about 1 us on an H100 when
-// the pass was always a launch of its own; inline in the main launch it
-// made the compute_70 bf16 kernels spill, and with half as many fix
-// blocks cummax bf16 along axis 0 went 61.6 -> 64.0 us. One thread per
-// slice, walking the tiles in batches of eight, took 13.7 us for 4096
-// slices of 16 tiles on an H100: 16 blocks, each waiting for one batch of
-// loads after the other.)
+// per slice: a warp for two slices, inline in the main launch, makes the
+// compute_70 bf16 kernels spill and halves the fix blocks; a thread per
+// slice, walking the tiles in batches of eight, leaves a few blocks each
+// waiting for one batch of loads after the other.)
 //
 // Float opmath runs it in the main launch (InLaunch): the blocks whose
 // tickets come after every tile's (fb counts them) wait for the maps and
@@ -1942,8 +1928,8 @@ __device__ __forceinline__ void scan_backward_col(const T* __restrict__ dy, cons
 	// composes a plain sum and stores zeros. Deep into a slice most runs
 	// are quiet (a new running extremum grows rare).
 	// Not in compute_70's bf16 kernels (software conversions, run on
-	// Volta only): with the quiet path ptxas 11.8 gave them 80 registers
-	// and spilled.
+	// Volta only): with the quiet path ptxas 11.8 gives them 80 registers
+	// and they spill.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
 	constexpr bool quiet_ok = Op::mask_factors && !Narrow<T>::wide;
 #else
@@ -1987,9 +1973,9 @@ __device__ __forceinline__ void scan_backward_col(const T* __restrict__ dy, cons
 	}
 	r.finish(v, plain);
 	// With the fix blocks in the launch only they store dx at k* (skip), so
-	// no order between their store and the tile's is needed. (The tile
-	// storing it and publishing its record after a fence measured slower on
-	// an H100: cummax bf16 along axis 0 64.8/64.4 us against 62.3/61.5.)
+	// no order between their store and the tile's is needed. (This is
+	// faster than the tile storing it and publishing its record after a
+	// fence.)
 	int skip = -1;
 	if (ext && has && r.cm != 0u && !later) {
 		// This run holds the tile's last take-over k*: record dx there.
@@ -2027,12 +2013,11 @@ __device__ __forceinline__ void scan_backward_col(const T* __restrict__ dy, cons
 // stride even, 4-byte aligned bases (ops/scan.go, pairLayout). The tiles
 // publish the same per-slice maps and records as the col kernel's, so
 // scan_ext_fix serves both; the forward values move as 8-byte slots of
-// the two slices. On an H100 (4096x4096 along axis 0)
-// runs of 20 measured cummax 61.0 -> 59.1 us against the col kernel, 32
-// at two blocks per SM (123 registers) 60.6, 16 59.7; in a later command
-// 22 57.7/57.9 against 20's 59.0/58.7 and 18's 59.4/59.1 (24 spills 40
-// bytes). Prefetching the unit's next tile into L2, or taking the run's
-// own take-overs before the look-back's barrier, was slower.
+// the two slices. SCAN_PAIR_ITEMS is 22: on an H100 the fastest run
+// length that fits three blocks per SM without spilling (24 spills 40
+// bytes; 32 fits two blocks per SM, at 123 registers). Prefetching the
+// unit's next tile into L2, or taking the run's own take-overs before the
+// look-back's barrier, makes it slower.
 #ifndef SCAN_PAIR_ITEMS
 #define SCAN_PAIR_ITEMS 22
 #endif
@@ -2348,9 +2333,8 @@ __device__ __forceinline__ void scan_backward_colpair(const T* __restrict__ dy, 
 //      the next take-over after k (V runs through a = 1 - t).
 // Each thread of a stage owns 32 consecutive rows of one slice (a bit
 // word); the 16 row segments of a stage combine through shared memory. x
-// and dy are read once and dx written once: on an H100, 4096x4096 along
-// axis 0 measured 47 us in bench/probes/stripscan.cu against 57.7 us for
-// the colpair kernel. The launcher takes it where the
+// and dy are read once and dx written once, which makes it faster than
+// the colpair kernel where it applies. The launcher takes it where the
 // strips fill one wave of the GPU (ops/scan.go, stripFills), the axis fits
 // the bit words in shared memory, and every operand has unit stride along
 // the innermost slice dim with 16-byte aligned rows (stripLayout).

@@ -10,9 +10,9 @@ const maxGridX = 1<<31 - 1
 // gridCover returns the number of blocks for a grid-stride kernel over work
 // items: one block per block of items, so each thread takes one item and
 // the GPU starts new blocks as others finish (a grid capped at the resident
-// blocks, each looping over several items, measured 3-5 points of copy
-// bandwidth slower on an H100 for every binary case: its blocks end
-// unevenly); only beyond maxGridX blocks do the threads loop.
+// blocks, each looping over several items, is slower on an H100 for every
+// binary case: its blocks end unevenly); only beyond maxGridX blocks do the
+// threads loop.
 func gridCover(work int64, block int) uint32 {
 	blocks := (work + int64(block) - 1) / int64(block)
 	if blocks > maxGridX {

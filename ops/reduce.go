@@ -235,9 +235,9 @@ const (
 // prod with two or more zeros), or by reading the slice again
 // (gen/reduce.cuh, red_flat_fix). Against the stats kernel and red_total
 // (or the cluster kernel), which read x as strided tiles and combine
-// partials, the flat kernel streams x at the binary kernels' speed
-// (measured on an H100). Slices that are not split keep the row and col
-// kernels, which read x once in one launch.
+// partials, the flat kernel streams x at the binary kernels' speed on an
+// H100. Slices that are not split keep the row and col kernels, which read
+// x once in one launch.
 const reduceFlatEnv = "BARACUDA_REDUCE_FLAT"
 
 // flatSlots is RedMaxMin::flat_slots (0 for Prod, which rereads a slice
@@ -276,19 +276,14 @@ func flatFixSize(op ReduceOp, dt dtype.DType, slices, packs int64) int64 {
 // each tile keeps its part of x in shared memory (at most redOneSmem
 // bytes: chunk rows of the block's slices) until its slice block's
 // statistics are complete (gen/reduce.cuh, red_one_totals). Its tiles wait
-// for one another, which cost more than the second read of x where x fits
-// in L2 when the tiles were the col split's (on an H100, 4096x4096 along
-// axis 0: bf16, which fits, 47 µs in two passes, 51-53 in one with 32 KiB
-// tiles; f32, twice L2, 85 in two, 77 in one with 64 KiB tiles), so Run
-// takes it only for an x larger than the L2 cache. With 96 KiB tiles, f32
-// takes 72 µs, and bf16 45 against 48 in two passes: one shape, too little
-// to move the rule. Max, Min and Prod read x once
-// anyway (their provisional dx), and took longer in one launch at both
-// sizes. All nchunks tiles of a slice block must fit on the GPU at once:
-// the plan allows at most redOneMaxChunks chunks, and Run falls back to
-// the two passes where fewer than 2*nchunks blocks fit, or where the
-// device allows a block less shared memory than a tile needs (64 KiB on
-// compute capability 7.5).
+// for one another, which costs more than the second read of x where x fits
+// in L2 and less where it does not, so Run takes it only for an x larger
+// than the L2 cache. Max, Min and Prod read x once anyway (their
+// provisional dx), and one launch is slower for them. All nchunks tiles of
+// a slice block must fit on the GPU at once: the plan allows at most
+// redOneMaxChunks chunks, and Run falls back to the two passes where fewer
+// than 2*nchunks blocks fit, or where the device allows a block less
+// shared memory than a tile needs (64 KiB on compute capability 7.5).
 const (
 	redOneSmem      = maxDynSmem
 	redOneMaxChunks = 64
@@ -319,18 +314,15 @@ const reduceOneEnv = "BARACUDA_REDUCE_ONE"
 // of 64-byte rows fits where a whole one would not (4096x4096 along axis
 // 0: 2048 rows of 64 bytes, 132 KiB with the head, per block).
 //
-// Measured on an H100 (4096x4096 along axis 0, % of copy bandwidth, two
-// rounds): var and std f32
-// 62 -> 68 and 66, bf16 47 -> 62 and 60 with the clustered form; the
-// one-block form (32-byte rows) gave bf16 55 and f32 61. Blocks of 32-byte
-// rows sharing an SM (two or four to a cluster) were slower (bf16 var 54,
-// std 44-52), as were four blocks of 64-byte rows (58 and 52). Max and min
-// reach 68 (f32) and 59 (bf16) that way, below their flat path (81, 65),
-// and prod stays near 56 and 51 (flat: 82, 62). So by default Run takes
-// it for var and std only (stripOp): the clustered form wherever the
-// device has it, the one-block form elsewhere for the 16-bit dtypes only
-// (f32's was no faster than the two passes), where the col slices would
-// be split and the blocks are at least as many as the GPU's SMs.
+// On an H100 the clustered form is faster than the two passes for var
+// and std in f32 and bf16; the one-block form (32-byte rows) is faster
+// for bf16 only. Blocks of 32-byte rows sharing an SM (two or four to a
+// cluster), or four blocks of 64-byte rows to a cluster, are slower than
+// two blocks of 64-byte rows. Max, min and prod are faster on their flat
+// path. So by default Run takes it for var and std only (stripOp): the
+// clustered form wherever the device has it, the one-block form elsewhere
+// for the 16-bit dtypes only, where the col slices would be split and the
+// blocks are at least as many as the GPU's SMs.
 const (
 	redStripHead = 4096      // RED_STRIP_HEAD in reduce.cuh
 	redStripSmem = 227 << 10 // a block's most shared memory on an H100
@@ -404,12 +396,11 @@ func stripGeometry(shape []int, axis int, size int, c int64) reduceStrip {
 // workspace traffic, and a tile waits only for the other chunk of its
 // slice block, which the cluster runs at the same time. A block takes
 // redClusterH threads along the axis (narrow slice blocks, so that there
-// are many). Measured on an H100 (4096x4096 along axis 0, against the two
-// passes): prod f32 73% -> 80% of copy bandwidth,
-// bf16 52% -> 61%, max and min f32 76% -> 81%; but max and min bf16 53%
-// -> 38%, var and std no faster (f32 58%, bf16 48%), and 4 or 8 blocks
-// per cluster slower than 2. So Run takes it only for clusterOps (the
-// 16-bit dtypes share bf16's kernel shape; f64 was not timed) and only
+// are many). On an H100 it is faster than the two passes for prod in f32
+// and bf16 and for max and min in f32, slower for max and min in bf16 and
+// no faster for var and std; 2 blocks per cluster are faster than 4 or 8.
+// So Run takes it only for clusterOps (the 16-bit dtypes share bf16's
+// kernel shape; f64 keeps the two passes) and only
 // where its grid is at least a quarter of the GPU's resident blocks (one
 // block per tile, and only redCluster chunks per slice: few slices are
 // better split by the two passes). Dense operands of Max, Min and Prod
@@ -522,7 +513,7 @@ func colGeometry(slices, k int64, v int64) reduceGeom {
 // oneGeometry fits a split col geometry to the one-pass launch: as few
 // chunks as redOneSmem allows, at least 2 (rowBytes: a row of a tile, W
 // threads taking v slices), and at most redOneMaxChunks of them. Fewer,
-// longer chunks measured faster: each tile waits for fewer others and its
+// longer chunks are faster: each tile waits for fewer others and its
 // wait is spread over more rows.
 func oneGeometry(geo reduceGeom, k, rowBytes int64) (reduceGeom, bool) {
 	rows := redOneSmem / rowBytes
@@ -1336,14 +1327,12 @@ func (p *ReduceBackward) launchSmem(s *driver.Stream, lf *loadedFunction, a *Red
 		per = lf.smemBlocksPerSM
 	}
 	// Sum and Mean only broadcast dy into dx, a write stream like the binary
-	// kernels': a block per block step (gridCover's reasoning) measured
-	// faster for them on an H100 (axis 1 f32: sum 86% -> 88% of copy
-	// bandwidth, mean 87% -> 92%; along axis 0 and in bf16 within a point).
-	// The kernels that read x keep the grid of resident blocks, which
-	// measured faster for most of them (the bf16 row cases by 4 points),
-	// but not for the f32 row kernels: without it, axis 1 f32 var 86% ->
-	// 88%, std, max and min 85-86% -> 86-87%, prod 78% -> 77% (three
-	// rounds each). The flat kernel is elementwise: gridCover's grid.
+	// kernels': a block per block step (gridCover's reasoning) is faster
+	// for them on an H100. The kernels that read x keep the grid of
+	// resident blocks, which is faster for most of them (the bf16 row
+	// kernels most of all), except the f32 row kernels, which take
+	// gridCover's grid too. The flat kernel is elementwise: gridCover's
+	// grid.
 	// With few slices (redFlatLocal) the flat kernel of the provisional
 	// ops adds each block's counts to the workspace once, all on a few
 	// counters: no more blocks than fit at once.

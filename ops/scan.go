@@ -222,14 +222,11 @@ func stripLayout(a *ScanArgs, L *scanLayout) (blocks int64, ok bool) {
 // stripFills reports whether blocks of the colstrip kernel, per of them
 // resident on each of sms multiprocessors, run in one wave that keeps at
 // least three quarters of the resident places busy. A strip's block takes
-// about the same time however many run beside it (on an H100, bf16
-// cummax along axis 0 of 4096 x C, 128 strips and fewer one block per SM:
-// 47.5-49.7 us from 64 to 128 strips), so its bandwidth grows with the
-// blocks of its wave, while the colpair kernel's grows with the tensor:
-// against colpair's 38.4, 48.9, 50.6, 54.6 and 57.5 us the strips took
-// 47.5 (64 strips), 48.5 (96), 49.0 (104), 49.7 (112) and 49.2 (128); a
-// second wave doubles the strips' time, 90.8 us for 136 strips against
-// 59.8, and only a full one ties (256: 96.5 against 96.0).
+// about the same time however many run beside it, so its bandwidth grows
+// with the blocks of its wave, while the colpair kernel's grows with the
+// tensor: on an H100 the strips are faster from about three quarters of a
+// wave to a full one and colpair below that; a second wave doubles the
+// strips' time, and only a full second wave ties with colpair.
 func stripFills(blocks int64, sms, per int) bool {
 	slots := int64(sms) * int64(max(per, 1))
 	return blocks <= slots && 4*blocks >= 3*slots
@@ -480,9 +477,8 @@ const scanMaxFillers = 128
 // addFillers gives a chunked launch without forward-state passes its fill
 // blocks: the first tickets of the main launch set the slots,
 // [scanCounter, ws.zero), to 0xff bytes, so that Run's memset before it covers only the
-// ticket counter (16 bytes). A memset of the slots cost about 2 us on an
-// H100; the fill blocks' stores overlap the tiles'
-// loads.
+// ticket counter (16 bytes). A memset of the slots would be a launch of
+// its own; the fill blocks' stores overlap the tiles' loads.
 func (g *scanGeom) addFillers(op ScanOp) {
 	if g.passes(op) {
 		return // the forward-state passes fill the slots
