@@ -600,7 +600,7 @@ func TestScanStripPlan(t *testing.T) {
 		n    int
 		smem int
 	}{
-		{4096, 3*512*32*2 + 8*16*32*4 + 2*16*32*4 + 32*4}, // 118912 bytes, as bench/probes/stripscan.cu
+		{4096, 3*512*32*2 + 8*16*32*4 + 2*16*32*4 + 32*4}, // 118912 bytes
 		{257, 3*512*32*2 + 1*16*32*4 + 2*16*32*4 + 32*4},  // two col tiles (f16 256 rows, bf16 160), one stage
 		{32256, 3*512*32*2 + 63*16*32*4 + 2*16*32*4 + 32*4},
 		{32257, 0}, // 64 stages: over scanStripSmemCap
