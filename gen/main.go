@@ -248,16 +248,29 @@ func (f *Family) compile(root, mod string, bd Build, cu []byte) ([]byte, error) 
 	return os.ReadFile(out)
 }
 
-// sourceHash covers every CUDA source the module is built from.
+// quotedInclude matches a header of gen/ included by a CUDA source.
+var quotedInclude = regexp.MustCompile(`(?m)^#include "([^"]+)"`)
+
+// sourceHash covers every CUDA source the module is built from: common.cuh,
+// the family's header and every gen/ header it includes, directly or not.
 func (f *Family) sourceHash(root string, cu []byte) (string, error) {
 	h := sha256.New()
-	for _, name := range []string{"common.cuh", f.Header} {
+	names := []string{"common.cuh", f.Header}
+	seen := map[string]bool{"common.cuh": true, f.Header: true}
+	for i := 0; i < len(names); i++ {
+		name := names[i]
 		src, err := os.ReadFile(filepath.Join(root, "gen", name))
 		if err != nil {
 			return "", err
 		}
 		fmt.Fprintf(h, "%s %d\n", name, len(src))
 		h.Write(src)
+		for _, m := range quotedInclude.FindAllSubmatch(src, -1) {
+			if inc := string(m[1]); !seen[inc] {
+				seen[inc] = true
+				names = append(names, inc)
+			}
+		}
 	}
 	fmt.Fprintf(h, "z%s.cu %d\n", f.Name, len(cu))
 	h.Write(cu)

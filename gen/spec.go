@@ -70,7 +70,7 @@ func (v Variant) has(op string, dt dtype.DType) bool {
 type Family struct {
 	Name   string // module name: kernels/ptx/<Name>.ptx
 	Prefix string // kernel name prefix, e.g. "binary_bw"
-	Header string // the family's CUDA body, in gen/
+	Header string // the family's CUDA body, in gen/ (with the gen/ headers it includes)
 	Block  int    // __launch_bounds__ threads per block
 	// MinBlocks is __launch_bounds__' minimum resident blocks per SM, 0 for
 	// none. 1 stops ptxas 11.8 from squeezing a large kernel's registers
@@ -137,7 +137,7 @@ var builds = []Build{
 	// logcumsumexp 122 -> 100 and 102 -> 81, cummax and cummin along axis
 	// 1 58.6 -> 53.8, cumsum along axis 1 35.3 -> 33.9, the rest level;
 	// at four blocks most were slower. Since the twentieth session's
-	// grouped loads (gen/scan.cuh, ScanRun::load) the row kernels of
+	// grouped loads (gen/scan_run.cuh, ScanRun::load) the row kernels of
 	// cummax and cummin spill 210 bytes (on sm_90) and are still faster
 	// at three blocks than at two (bf16 along axis 1: 49.0 against 50.9
 	// us; logcumsumexp 65.8 against 74.2, cumprod 77.6 against 80.7; only

@@ -16,15 +16,15 @@ package main
 // split col slices and the strips of an op with statistics as thread
 // block clusters, which combine their partials through distributed shared
 // memory. A variant is instantiated only for the ops it serves (the lists
-// below). Layout is ReduceLayout in reduce.cuh (mirrored by reduceLayout
+// below). Layout is ReduceLayout in reduce_ops.cuh (mirrored by reduceLayout
 // in ops/reduce.go).
 // redCluster is the cluster variant's blocks per cluster
-// (RED_CLUSTER_BLOCKS in reduce.cuh, redCluster in ops/reduce.go): 2, which
+// (RED_CLUSTER_BLOCKS in reduce_ops.cuh, redCluster in ops/reduce.go): 2, which
 // measured faster than 4 and 8 on an H100.
 const redCluster = 2
 
 // redStripCluster is the "stripc" variant's blocks per cluster
-// (RED_STRIP_CLUSTER in reduce.cuh, redStripCluster in ops/reduce.go):
+// (RED_STRIP_CLUSTER in reduce_kernels.cuh, redStripCluster in ops/reduce.go):
 // "stripc" is "strip" with each strip's rows cut between the blocks of
 // one thread block cluster (compute capability 9.0 and up, its own
 // build), which combine their partial statistics through distributed

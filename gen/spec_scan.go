@@ -9,7 +9,7 @@ import "github.com/baracuda-go/baracuda/dtype"
 // the passes of long axes (L.phase): the row kernels' two forward-state
 // passes, the col kernels' ext fix pass for f64 (float dtypes run it in
 // the main launch). Layout is
-// ScanLayout in scan.cuh (mirrored by scanLayout in ops/scan.go).
+// ScanLayout in scan_ops.cuh (mirrored by scanLayout in ops/scan.go).
 var scanFamily = Family{
 	Name:   "scan",
 	Prefix: "scan_bw",

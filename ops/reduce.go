@@ -85,7 +85,7 @@ func (op ReduceOp) hasStats() bool {
 // provisional reports whether the op's stats kernel writes dx for the
 // common case (one maximum; no zero), so that on split slices the apply
 // kernel's total launch finishes it and its dx launch is skipped
-// (Op::provisional in reduce.cuh).
+// (Op::provisional in gen/reduce_ops.cuh).
 func (op ReduceOp) provisional() bool {
 	return op == ReduceMax || op == ReduceMin || op == ReduceProd
 }

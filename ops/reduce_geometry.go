@@ -13,7 +13,7 @@ import (
 // and the launches in reduce_launch.go.
 
 // reduceFlat is the flat kernel's part of the layout (reduce_flat in
-// gen/reduce.cuh): x seen as [O, k, I]; packs of 16 bytes.
+// gen/reduce_flat.cuh): x seen as [O, k, I]; packs of 16 bytes.
 type reduceFlat struct {
 	packs int64     // of x and dx
 	ip    int64     // I/N packs across the inner dims, 0 when I == 1
@@ -32,7 +32,7 @@ type reduceFlat struct {
 // known at plan time and results are the same bits on every GPU.
 const (
 	redBlock = 256
-	// redCachePacks is RedCache in reduce.cuh: 16-byte packs of x per row
+	// redCachePacks is RedCache in reduce_ops.cuh: 16-byte packs of x per row
 	// thread kept in registers (2 for f64), so a row of up to G*4 packs is
 	// read once.
 	redCachePacks = 4
@@ -68,7 +68,7 @@ const (
 // launch (redPhaseFlat) mends the slices where it is wrong: at the
 // recorded elements alone, across the whole grid from the mask (many ties;
 // prod with two or more zeros), or by reading the slice again
-// (gen/reduce.cuh, red_flat_fix). Against the stats kernel and red_total
+// (gen/reduce_flat.cuh, red_flat_fix). Against the stats kernel and red_total
 // (or the cluster kernel), which read x as strided tiles and combine
 // partials, the flat kernel streams x at the binary kernels' speed on an
 // H100. Slices that are not split keep the row and col kernels, which read
@@ -84,7 +84,7 @@ func flatSlots(op ReduceOp) int64 {
 	return 0
 }
 
-// redFlatLocal mirrors RED_FLAT_LOCAL in gen/reduce.cuh: up to this many
+// redFlatLocal mirrors RED_FLAT_LOCAL in gen/reduce_flat.cuh: up to this many
 // slices the flat kernel's blocks count in shared memory.
 const redFlatLocal = 64
 
@@ -110,7 +110,7 @@ func flatFixSize(op ReduceOp, dt dtype.DType, slices, packs int64) int64 {
 // read x twice (stats, then apply), can run one launch instead, in which
 // each tile keeps its part of x in shared memory (at most redOneSmem
 // bytes: chunk rows of the block's slices) until its slice block's
-// statistics are complete (gen/reduce.cuh, red_one_totals). Its tiles wait
+// statistics are complete (gen/reduce_col.cuh, red_one_totals). Its tiles wait
 // for one another, which costs more than the second read of x where x fits
 // in L2 and less where it does not, so Run takes it only for an x larger
 // than the L2 cache. Max, Min and Prod read x once anyway (their
@@ -130,7 +130,7 @@ const (
 // developer's knob; users leave it unset.
 const reduceOneEnv = "BARACUDA_REDUCE_ONE"
 
-// The strip kernel (gen/reduce.cuh, reduce_strip): an op with statistics
+// The strip kernel (gen/reduce_kernels.cuh, reduce_strip): an op with statistics
 // along an outer axis on dense operands, one block per strip of whole
 // slices, which it holds in shared memory (redStripHead bytes of
 // statistics and contexts, then vr 16-byte packs of each of the k rows): x
@@ -159,12 +159,12 @@ const reduceOneEnv = "BARACUDA_REDUCE_ONE"
 // for the 16-bit dtypes only, where the col slices would be split and the
 // blocks are at least as many as the GPU's SMs.
 const (
-	redStripHead = 4096      // RED_STRIP_HEAD in reduce.cuh
+	redStripHead = 4096      // RED_STRIP_HEAD in reduce_kernels.cuh
 	redStripSmem = 227 << 10 // a block's most shared memory on an H100
 )
 
 // redStripCluster is the clustered strip kernel's blocks per cluster
-// (RED_STRIP_CLUSTER in reduce.cuh; TestReduceClusterSizesAgree checks it,
+// (RED_STRIP_CLUSTER in reduce_kernels.cuh; TestReduceClusterSizesAgree checks it,
 // and redCluster, against gen/reduce.cuh and the embedded PTX).
 const redStripCluster = 2
 
@@ -227,7 +227,7 @@ func stripGeometry(shape []int, axis int, size int, c int64) reduceStrip {
 // mapping splits the slices of an op with statistics, the redCluster
 // chunks of a slice block can run as the blocks of one thread block
 // cluster, which combine their partial statistics through distributed
-// shared memory (gen/reduce.cuh, red_cluster_totals): one launch, no
+// shared memory (gen/reduce_col.cuh, red_cluster_totals): one launch, no
 // workspace traffic, and a tile waits only for the other chunk of its
 // slice block, which the cluster runs at the same time. A block takes
 // redClusterH threads along the axis (narrow slice blocks, so that there
@@ -432,7 +432,7 @@ func (p *ReduceBackward) stripRef(variant string, g reduceStrip) (*kernelRef, er
 	return k, nil
 }
 
-// colVec is RedColVec in reduce.cuh: adjacent slices per col thread in one
+// colVec is RedColVec in reduce_col.cuh: adjacent slices per col thread in one
 // 16-byte access, but 8 bytes (4 slices) for f16/bf16 ops with statistics.
 func colVec(dt dtype.DType, op ReduceOp) int64 {
 	if dt.Size() == 2 && op.hasStats() {

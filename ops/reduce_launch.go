@@ -12,7 +12,7 @@ import (
 // kernel layout built from the operands' strides, and the launches. The
 // plan is in reduce.go, its geometry in reduce_geometry.go.
 
-// reduceLayout mirrors ReduceLayout in gen/reduce.cuh; it travels by value
+// reduceLayout mirrors ReduceLayout in gen/reduce_ops.cuh; it travels by value
 // as the kernels' last parameter.
 type reduceLayout struct {
 	k, slices, chunk, nchunks, tiles int64

@@ -28,7 +28,7 @@ const scanPairEnv = "BARACUDA_SCAN_PAIR"
 // (to time or test one kernel against another); users leave it unset.
 const scanStripEnv = "BARACUDA_SCAN_STRIP"
 
-// The colstrip kernel (gen/scan.cuh, scan_backward_colstrip): blocks of
+// The colstrip kernel (gen/scan_colstrip.cuh, scan_backward_colstrip): blocks of
 // scanStripBlock threads, each a strip of scanStripW slices over the whole
 // axis in stages of scanStripRows rows, a ring of scanStripDepth stages and
 // a bit per element in shared memory. Its elements are 2 bytes (f16, bf16).
@@ -67,7 +67,7 @@ func scanStripSmem(n int64) int64 {
 // in one kernel). With a forward state, the row mapping runs two passes
 // first (tile aggregates, then their prefixes); cumprod in the col mapping
 // computes it in the main launch, only for the 32-slice groups where a
-// NaN y makes dx depend on it (gen/scan.cuh, scan_fwd_unit), so that
+// NaN y makes dx depend on it (gen/scan_fwd.cuh, scan_fwd_unit), so that
 // most inputs need no pass at all. cummax and cummin in the col mapping (ext)
 // chain the forward state through the look-back instead, tiles in scan
 // order, and a fix pass adds the carry at each tile's last take-over
@@ -86,7 +86,7 @@ type scanGeom struct {
 	ext     bool   // cummax/cummin, col, chunked: the scan-order kernel and its fix pass (the col kernel derives the same from the op and chunks)
 	fixIn   bool   // ext, not f64: the fix pass's blocks come after the tiles in the main launch
 	grid    int64  // blocks of the main launch (and of the tile-aggregate pass)
-	fillers int64  // chunked, no forward-state passes: fill blocks, the first tickets (gen/scan.cuh, scan_take)
+	fillers int64  // chunked, no forward-state passes: fill blocks, the first tickets (gen/scan_lookback.cuh, scan_take)
 	tmagic  uint64 // chunked col: divMagic of the units (the tickets of a tile row)
 	tshift  int32
 	ws      scanWorkspace
@@ -108,12 +108,12 @@ type scanGeom struct {
 // the main launch's fill blocks; or the row mapping's first forward-state
 // pass): the ticket counter starts at all ones, and the look-back's flags
 // (double opmath) and values (float opmath: each its own flag) and the
-// unit flags read as not yet written (SCAN_NONE in gen/scan.cuh).
+// unit flags read as not yet written (SCAN_NONE in gen/scan_io.cuh).
 type scanWorkspace struct {
 	flags, unitFlag, zero, agg, incl, fwd, fix, size int64
 }
 
-// scanItems mirrors ScanItems in gen/scan.cuh: elements per thread per
+// scanItems mirrors ScanItems in gen/scan_ops.cuh: elements per thread per
 // tile in the row and col kernels.
 func scanItems(op ScanOp, dt dtype.DType) (row, col int64) {
 	size := dt.Size()
@@ -153,7 +153,7 @@ const (
 
 // scanCounter is the workspace's first bytes: the ticket counter (and
 // room to keep what follows 16-byte aligned), which Run sets to all ones
-// when no forward-state pass does (gen/scan.cuh, scan_take).
+// when no forward-state pass does (gen/scan_lookback.cuh, scan_take).
 const scanCounter = 16
 
 func scanCeil(a, b int64) int64 { return (a + b - 1) / b }
@@ -214,11 +214,11 @@ func newScanGeom(op ScanOp, dt dtype.DType, shape []int, axis int, elems int64) 
 	return g
 }
 
-// scanPairItems mirrors SCAN_PAIR_ITEMS in gen/scan.cuh: elements per
+// scanPairItems mirrors SCAN_PAIR_ITEMS in gen/scan_colpair.cuh: elements per
 // slice per thread per tile in the colpair kernel.
 const scanPairItems = 22
 
-// newScanPairGeom is the colpair kernel's geometry (gen/scan.cuh,
+// newScanPairGeom is the colpair kernel's geometry (gen/scan_colpair.cuh,
 // scan_backward_colpair): the col mapping's ext order with two slices a
 // lane, so 64-slice look-back units and runs of scanPairItems.
 func newScanPairGeom(op ScanOp, dt dtype.DType, n, nslices int64) scanGeom {
@@ -252,13 +252,13 @@ func (g *scanGeom) chunked(op ScanOp, dt dtype.DType) {
 		w.agg = w.unitFlag
 		if g.lazyFwd(op) {
 			// A flag per unit: its forward state written, or not needed
-			// (gen/scan.cuh, scan_fwd_unit).
+			// (gen/scan_fwd.cuh, scan_fwd_unit).
 			w.agg = scanAlign16(w.unitFlag + g.units*4)
 		}
 		mapBytes, inclBytes := 2*msize, msize
 		if op == ScanCumsum && dt != dtype.F64 {
 			// Packed: a cumsum map is its sum alone, kept with the value
-			// after the tile in one 8-byte slot (gen/scan.cuh, PackedChain).
+			// after the tile in one 8-byte slot (gen/scan_lookback.cuh, PackedChain).
 			mapBytes, inclBytes = 8, 0
 		}
 		w.incl = scanAlign16(w.agg + g.chunks*g.nslices*mapBytes)
@@ -276,7 +276,7 @@ func (g *scanGeom) chunked(op ScanOp, dt dtype.DType) {
 			w.size = scanAlign16(w.fix + g.chunks*g.nslices*2*msize)
 			if dt != dtype.F64 {
 				// The fix blocks wait for the maps and records as slots
-				// (gen/scan.cuh, scan_ext_fix), so the records are
+				// (gen/scan_col.cuh, scan_ext_fix), so the records are
 				// filled too.
 				g.fixIn = true
 				g.grid += scanCeil(g.nslices, scanWarps) // a warp per slice
@@ -311,7 +311,7 @@ func (g *scanGeom) addFillers(op ScanOp) {
 
 // passes: a chunked row launch of an op with a forward state runs two
 // passes before the main launch, the first of which fills the look-back
-// slots and resets the ticket counter (gen/scan.cuh, scan_fill_slots).
+// slots and resets the ticket counter (gen/scan_fwd.cuh, scan_fill_slots).
 func (g *scanGeom) passes(op ScanOp) bool {
 	return g.chunks > 1 && g.row && op.forwardState()
 }

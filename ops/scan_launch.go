@@ -53,7 +53,7 @@ func stripFills(blocks int64, sms, per int) bool {
 	return blocks <= slots && 4*blocks >= 3*slots
 }
 
-// scanLayout mirrors ScanLayout in gen/scan.cuh; it travels by value as
+// scanLayout mirrors ScanLayout in gen/scan_ops.cuh; it travels by value as
 // the kernel's last parameter.
 type scanLayout struct {
 	n, nslices, chunks, units int64
@@ -255,7 +255,7 @@ func (p *ScanBackward) Run(s *driver.Stream, a *ScanArgs) error {
 	}
 	if g.chunks > 1 {
 		// The row mapping's forward-state passes fill the look-back part
-		// and reset the ticket counter themselves (gen/scan.cuh,
+		// and reset the ticket counter themselves (gen/scan_fwd.cuh,
 		// scan_fill_slots); otherwise the counter is set to all ones here
 		// and the main launch's fill blocks fill the rest (scan_take).
 		passes := g.passes(p.desc.Op)

@@ -164,7 +164,7 @@ func ScanCases(quick bool) []ScanCase {
 	cs = append(cs, ScanCase{Shape: []int{700, 9}, Axis: 0, Layouts: scanSame(Padded), InPlace: true})
 	cs = append(cs, ScanCase{Shape: []int{700, 64}, Axis: 0, Layouts: scanSame(Contiguous), InPlace: true})
 	// dx over x with NaN in x of cumprod: the forward state's walk reads x
-	// of tiles whose dx may be written already (gen/scan.cuh,
+	// of tiles whose dx may be written already (gen/scan_fwd.cuh,
 	// scan_fwd_unit).
 	cs = append(cs, ScanCase{Shape: []int{700, 64}, Axis: 0, Layouts: scanSame(Contiguous), Values: ScanSpecial,
 		OverX: true})

@@ -1,0 +1,394 @@
+#pragma once
+// The flat kernel (reduce_flat) and the mend of its provisional dx
+// (red_flat_fix).
+#include "reduce_pass.cuh"
+
+// The flat kernel for the provisional ops (max, min, prod; see
+// reduce_flat) leaves in the workspace:
+//   - cnt[s], a count per slice of the elements where the provisional dx
+//     may be wrong (Op::accum's z of that element alone: max/min an
+//     element equal to y, prod a zero), then cnt[S], the wide flag: set
+//     when some slice counted more than Op::flat_slots such elements;
+//   - at a 16-byte boundary, Op::flat_slots flat indices per slice of such
+//     elements (the first ones to arrive; any order);
+//   - at a 16-byte boundary, for the ops with Op::mend_mask (max/min), the
+//     mend mask: one bit per element of x, the flagged ones, N 32-bit words
+//     per 32 packs (red_flat_bits_store).
+// RED_FLAT_LOCAL: up to this many slices the flat kernel's blocks count in
+// shared memory (red_flat_provisional).
+#define RED_FLAT_LOCAL 64
+
+__device__ __forceinline__ i64 red_flat_counts_size(i64 S) { return (4 * (S + 1) + 15) & ~(i64)15; }
+
+__device__ __forceinline__ i64* red_flat_slots(void* ws, i64 S) {
+	return reinterpret_cast<i64*>(static_cast<unsigned char*>(ws) + red_flat_counts_size(S));
+}
+
+template <typename Op>
+__device__ __forceinline__ unsigned* red_flat_bits(void* ws, i64 S) {
+	const i64 off = (red_flat_counts_size(S) + 8 * Op::flat_slots * S + 15) & ~(i64)15;
+	return reinterpret_cast<unsigned*>(static_cast<unsigned char*>(ws) + off);
+}
+
+// red_flag tells whether x is such an element.
+template <typename Op, typename M> __device__ __forceinline__ bool red_flag(M x, M y) {
+	RedAcc<M> t = Op::template init<M>();
+	Op::accum(t, x, y);
+	return t.z != 0;
+}
+
+// red_flat_count (all 32 lanes of a warp, converged) adds to cnt[s] (the
+// workspace's counts, or a block's in shared memory: see
+// red_flat_provisional) the
+// flagged elements m (bits) of each lane, whose flat indices are q0 + bit,
+// with one integer atomic per slice the warp touches (lanes grouped by
+// slice with match.any; a lane with m == 0 passes any s), so that a slice
+// whose every element ties costs an atomic per warp, not per element. The
+// counts are exact and order-free. Each lane then records its indices in
+// the slots from the place its prefix over its group gives it, while that
+// is under Op::flat_slots; a count that passes Op::flat_slots sets the
+// wide flag (where wide is not null). A group's lanes are either contiguous (Single false: a lane's
+// pack lies in one slice, and slices follow the lanes in order), so that
+// a prefix over the warp gives every group's sums, or each lane flags at
+// most one element (Single true: the group's lanes, in any order, are the
+// count).
+template <typename Op, bool Single>
+__device__ __forceinline__ void red_flat_count(int* cnt, i64* slots, int* wide, i64 s, unsigned m, i64 q0) {
+	const unsigned full = 0xffffffffu;
+	if (__ballot_sync(full, m != 0) == 0) return;
+	const int lane = threadIdx.x & 31;
+	const unsigned peers = __match_any_sync(full, m != 0 ? s : (i64)-1);
+	const int lead = __ffs(peers) - 1;
+	int before, total;  // flagged elements of the group: in lanes under this one, in all
+	if (Single) {
+		before = __popc(peers & ((1u << lane) - 1u));
+		total = __popc(peers);
+	} else {
+		const int c = __popc(m);
+		int p = c;  // inclusive prefix of c over the warp
+#pragma unroll
+		for (int d = 1; d < 32; d <<= 1) {
+			const int t = __shfl_up_sync(full, p, d);
+			if (lane >= d) p += t;
+		}
+		const int first = __shfl_sync(full, p - c, lead);
+		total = __shfl_sync(full, p, 31 - __clz(peers)) - first;
+		before = p - c - first;
+	}
+	int b = 0;
+	if (m != 0 && lane == lead) {
+		b = atomicAdd(cnt + s, total);
+		if (wide != nullptr && b + total > Op::flat_slots) *static_cast<volatile int*>(wide) = 1;
+	}
+	b = __shfl_sync(full, b, lead);
+	if (Op::flat_slots == 0) return;
+	i64* slot = slots + s * Op::flat_slots;
+	for (int at = b + before; m != 0 && at < Op::flat_slots; m &= m - 1, ++at) slot[at] = q0 + __ffs(m) - 1;
+}
+
+// red_flat_bits_store (all 32 lanes, converged) writes the mend bits mb of
+// the warp's 32 packs q0..q0+31 (q0 a multiple of 32; N bits a lane, the
+// bit of element e of lane l at l*N + e) as N words.
+template <int N>
+__device__ __forceinline__ void red_flat_bits_store(unsigned* bits, i64 q0, unsigned mb) {
+	constexpr int G = 32 / N;  // lanes per word
+	const int lane = threadIdx.x & 31;
+	unsigned w = mb << ((lane % G) * N);
+#pragma unroll
+	for (int d = 1; d < G; d <<= 1) w |= __shfl_xor_sync(0xffffffffu, w, d);
+	if (lane % G == 0) bits[(q0 >> 5) * N + lane / G] = w;
+}
+
+// red_flat_bits_load is lane l's N bits of pack q0 + l (as stored).
+template <int N>
+__device__ __forceinline__ unsigned red_flat_bits_load(const unsigned* bits, i64 q0) {
+	constexpr int G = 32 / N;
+	const int lane = threadIdx.x & 31;
+	return (bits[(q0 >> 5) * N + lane / G] >> ((lane % G) * N)) & ((1u << N) - 1u);
+}
+
+// red_flat_redo rewrites slice s whose count says the provisional dx is
+// wrong and which neither the slots nor a wide mend cover (max/min with no
+// element equal to y; prod with one zero, which needs the product of the
+// others), with one warp: its statistics from x (lane-strided, then an xor
+// butterfly and lane 0's total: a fixed order), then every dx. A call, as
+// red_total_fix.
+template <typename T, typename Op>
+__device__ __noinline__ void red_flat_redo(const T* __restrict__ x, T* __restrict__ dx, typename OpMath<T>::type g,
+		typename OpMath<T>::type yv, double scale, i64 k, i64 xo, i64 xs, i64 dof, i64 ds) {
+	typedef typename OpMath<T>::type M;
+	const int lane = threadIdx.x & 31;
+	RedAcc<M> acc = Op::template init<M>();
+#pragma unroll 4
+	for (i64 j = lane; j < k; j += 32) Op::accum(acc, to_op(x[xo + j * xs]), yv);
+	red_warp_total<Op>(acc);
+	red_fix_rows<T, Op>(x + xo, dx + dof, Op::template slice<M>(g, yv, acc, scale, k), k, xs, ds);
+}
+
+// red_flat_fix (the apply kernel's RED_PHASE_FLAT, after the flat kernel)
+// first walks the slices, a thread per slice (one coalesced load of a
+// warp's 32 counts). Where Op::fix says the provisional dx is wrong:
+//   - a slice whose flagged elements were all recorded (max/min with
+//     2..flat_slots ties: each equals y, so dx there is elem(cx, y), and
+//     every other element keeps its g*0, the same bits as (g/count)*0) is
+//     mended by its thread at those indices alone;
+//   - a wide slice (Op::wide: more ties than slots; prod with two or more
+//     zeros) is left to the second walk;
+//   - the warp redoes together, one after another, the rest
+//     (red_flat_redo).
+// Then, where the wide flag is set, the whole grid walks x's packs as the
+// flat kernel did and rewrites, in the packs of wide slices, the elements
+// the mend mask flags (every element without Op::mend_mask), from the
+// count alone: elem(cx, y) where flagged, elem(cx, NaN) elsewhere
+// (max/min: (g/count)*0; prod: g*0), without reading x. So ties cost one
+// pass over the mask, not over x, and the grid covers long slices.
+template <typename T, typename Op>
+__device__ __forceinline__ void red_flat_fix(const T* __restrict__ x, const T* __restrict__ y,
+		const T* __restrict__ dy, T* __restrict__ dx, void* __restrict__ ws, const ReduceLayout& L) {
+	typedef typename OpMath<T>::type M;
+	constexpr int N = Pack<T>::N;
+	if (!Op::provisional) return;
+	const int lane = threadIdx.x & 31;
+	const int* cnt = static_cast<const int*>(ws);
+	const i64 nth = grid_threads();
+	for (i64 s0 = global_tid() - lane; s0 < L.slices; s0 += nth) {  // s0: the warp's first slice (warp-uniform)
+		const i64 s = s0 + lane;
+		RedAcc<M> acc = Op::template assumed<M>();
+		bool need = false;
+		if (s < L.slices) {
+			acc.z = cnt[s];
+			need = Op::fix(acc) && !Op::wide(acc);
+		}
+		const bool slots = need && Op::flat_slots > 0 && acc.z > 0 && acc.z <= Op::flat_slots;
+		if (slots) {
+			const RedOff o = red_offsets(s, L);
+			const M yv = to_op(y[o.y]);
+			const RedCtx<M> cx = Op::template slice<M>(to_op(dy[o.dy]), yv, acc, L.scale, L.k);
+			const T v = from_op<T>(Op::elem(cx, yv));
+			const i64* slot = red_flat_slots(ws, L.slices) + s * Op::flat_slots;
+			i64 at[Op::flat_slots > 0 ? Op::flat_slots : 1];
+#pragma unroll
+			for (int i = 0; i < Op::flat_slots; ++i) at[i] = i < acc.z ? slot[i] : 0;
+#pragma unroll
+			for (int i = 0; i < Op::flat_slots; ++i) {
+				if (i < acc.z) dx[at[i]] = v;
+			}
+		}
+		for (unsigned m = __ballot_sync(0xffffffffu, need && !slots); m != 0; m &= m - 1) {
+			const i64 sr = s0 + __ffs(m) - 1;
+			const RedOff o = red_offsets(sr, L);
+			red_flat_redo<T, Op>(x, dx, to_op(dy[o.dy]), to_op(y[o.y]), L.scale, L.k, o.x, L.kstride[0], o.dx,
+					L.kstride[1]);
+		}
+	}
+	if (cnt[L.slices] == 0) return;
+	const unsigned* bits = red_flat_bits<Op>(ws, L.slices);
+	const M nan = M(NAN);
+	for (i64 q0 = global_tid() - lane; q0 < L.fpacks; q0 += nth) {
+		const i64 q = q0 + lane;
+		const unsigned mb = Op::mend_mask ? red_flat_bits_load<N>(bits, q0) : 0u;
+		if (q >= L.fpacks) continue;
+		const i64 o = bc_div(q, L.fmagic[0], L.fshift[0]);
+		if (L.fip == 0) {
+			if (Op::mend_mask && mb == 0) continue;
+			RedAcc<M> acc = Op::template assumed<M>();
+			acc.z = cnt[o];
+			if (!Op::wide(acc)) continue;
+			const M yv = to_op(y[o]);
+			const RedCtx<M> cx = Op::template slice<M>(to_op(dy[o]), yv, acc, L.scale, L.k);
+			Pack<T> out;
+#pragma unroll
+			for (int e = 0; e < N; ++e) out.v[e] = from_op<T>(Op::elem(cx, (mb >> e) & 1 ? yv : nan));
+			store_pack(dx + q * N, out);
+		} else {
+			// Each element is its own slice kq + e; only those of wide
+			// slices are written.
+			const i64 kq = (o * L.fip + q - bc_div(q, L.fmagic[1], L.fshift[1]) * L.fip) * N;
+#pragma unroll
+			for (int e = 0; e < N; ++e) {
+				RedAcc<M> acc = Op::template assumed<M>();
+				acc.z = cnt[kq + e];
+				if (!Op::wide(acc)) continue;
+				const M yv = to_op(y[kq + e]);
+				const bool flagged = (mb >> e) & 1;
+				if (Op::mend_mask && !flagged) continue;
+				const RedCtx<M> cx = Op::template slice<M>(to_op(dy[kq + e]), yv, acc, L.scale, L.k);
+				dx[q * N + e] = from_op<T>(Op::elem(cx, flagged ? yv : nan));
+			}
+		}
+	}
+}
+
+// reduce_flat: without statistics dx = elem(slice(dy, y), x) is a map of x
+// with dy and y broadcast along the axis. Where every operand is dense (x
+// and dx viewed as [O, k, I], dy and y as [O, I]) the launcher takes this
+// kernel, which moves like the binary kernels: one 16-byte pack of x and
+// dx per thread over the flat index, a block per 256 packs. A pack lies in
+// one slice when I == 1 and k is a multiple of the pack's N (fip == 0: dy
+// and y are scalars, fmagic[0] divides by k/N), or in N adjacent slices
+// when I is a multiple of N (fip = I/N: dy and y are packs too, fmagic[0]
+// divides by k*I/N and fmagic[1] by fip).
+// The provisional ops (max, min, prod) take it too where their slices
+// would be split (red_flat_provisional): it writes the provisional dx
+// (their common case: one element equal to y; no zero), counts per slice
+// the elements that may make it wrong (red_flat_count: for max/min an
+// element equal to y, for prod a zero) and, for max/min, writes them as
+// the mend mask; the apply
+// kernel's RED_PHASE_FLAT launch then mends the slices where it is wrong
+// (red_flat_fix). Every dx is the same bits whatever the order of the
+// atomics. It is empty for var and std, which need the mean first.
+// red_flat_count_pack (all 32 lanes, converged) counts the flagged
+// elements m of lane's pack q (any q where m == 0) into the block's counts
+// in shared memory (local: few slices) or the workspace's. A call: the
+// common pass, with nothing flagged, keeps none of its registers.
+template <typename T, typename Op>
+__device__ __forceinline__ void red_flat_count_pack(void* ws, int* bcnt, i64* bslot, bool local, const ReduceLayout& L,
+		i64 q, unsigned m) {
+	constexpr int N = Pack<T>::N;
+	int* gcnt = static_cast<int*>(ws);
+	int* cnt = local ? bcnt : gcnt;
+	i64* slots = local ? bslot : red_flat_slots(ws, L.slices);
+	int* wide = local ? nullptr : gcnt + L.slices;
+	const i64 o = bc_div(q, L.fmagic[0], L.fshift[0]);
+	if (L.fip == 0) {
+		red_flat_count<Op, false>(cnt, slots, wide, o, m, q * N);
+		return;
+	}
+	// Each element is its own slice kq + e.
+	const i64 kq = (o * L.fip + q - bc_div(q, L.fmagic[1], L.fshift[1]) * L.fip) * N;
+#pragma unroll
+	for (int e = 0; e < N; ++e) red_flat_count<Op, true>(cnt, slots, wide, kq + e, (m >> e) & 1u, q * N + e);
+}
+
+// The provisional ops (max, min, prod) take it too where their slices
+// would be split (red_flat_provisional): it writes the provisional dx
+// (their common case: one element equal to y; no zero), counts per slice
+// the elements that may make it wrong (red_flat_count: for max/min an
+// element equal to y, for prod a zero) and, for max/min, writes them as
+// the mend mask; the apply
+// kernel's RED_PHASE_FLAT launch then mends the slices where it is wrong
+// (red_flat_fix). Every dx is the same bits whatever the order of the
+// atomics. It is empty for var and std, which need the mean first.
+template <typename T, typename Op>
+__device__ __forceinline__ void red_flat_provisional(const T* __restrict__ x, const T* __restrict__ y,
+		const T* __restrict__ dy, T* __restrict__ dx, void* __restrict__ ws, const ReduceLayout& L) {
+	typedef typename OpMath<T>::type M;
+	constexpr int N = Pack<T>::N;
+	constexpr int SL = Op::flat_slots > 0 ? Op::flat_slots : 1;
+	__shared__ int bcnt[RED_FLAT_LOCAL];
+	__shared__ i64 bslot[RED_FLAT_LOCAL * SL];
+	const RedAcc<M> assumed = Op::template assumed<M>();
+	const int lane = threadIdx.x & 31;
+	// Few slices: the block counts in shared memory and adds its counts
+	// once at the end, so that many ties in one slice do not queue every
+	// warp of the grid on one atomic.
+	const bool local = L.slices <= RED_FLAT_LOCAL;
+	if (local) {
+		for (int i = threadIdx.x; i < RED_FLAT_LOCAL; i += blockDim.x) bcnt[i] = 0;
+		__syncthreads();
+	}
+	const i64 nth = grid_threads();
+	for (i64 q0 = global_tid() - lane; q0 < L.fpacks; q0 += nth) {  // q0: the warp's first pack (warp-uniform)
+		const i64 q = q0 + lane;
+		unsigned m = 0;  // per element: red_flag
+		if (q < L.fpacks) {
+			const i64 o = bc_div(q, L.fmagic[0], L.fshift[0]);
+			const Pack<T> xv = load_pack(x + q * N);
+			Pack<T> out;
+			if (L.fip == 0) {
+				const M yv = to_op(y[o]);
+				const RedCtx<M> c = Op::template slice<M>(to_op(dy[o]), yv, assumed, L.scale, L.k);
+				red_elems<Op, M, T, N>(xv.v, out.v, c);
+#pragma unroll
+				for (int e = 0; e < N; ++e) {
+					const M xe = to_op(xv.v[e]);
+					m |= red_flag<Op>(xe, yv) ? 1u << e : 0u;
+				}
+			} else {
+				const i64 kq = (o * L.fip + q - bc_div(q, L.fmagic[1], L.fshift[1]) * L.fip) * N;
+				const Pack<T> gv = load_pack(dy + kq), yp = load_pack(y + kq);
+				bool bad = false;
+#pragma unroll
+				for (int e = 0; e < N; ++e) {
+					const M yv = to_op(yp.v[e]), xe = to_op(xv.v[e]);
+					const RedCtx<M> c = Op::template slice<M>(to_op(gv.v[e]), yv, assumed, L.scale, L.k);
+					out.v[e] = from_op<T>(RedFast<Op, T>::elem(c, xe, bad));
+					m |= red_flag<Op>(xe, yv) ? 1u << e : 0u;
+				}
+				if (bad) {
+					// RedFast's quotient was out of its range somewhere:
+					// the exact form for the whole pack (as red_elems).
+#pragma unroll
+					for (int e = 0; e < N; ++e) {
+						const M yv = to_op(yp.v[e]);
+						out.v[e] = from_op<T>(Op::elem(Op::template slice<M>(to_op(gv.v[e]), yv, assumed, L.scale, L.k),
+								to_op(xv.v[e])));
+					}
+				}
+			}
+			store_pack(dx + q * N, out);
+		}
+		if (__ballot_sync(0xffffffffu, m != 0) != 0) red_flat_count_pack<T, Op>(ws, bcnt, bslot, local, L, q, m);
+		if (Op::mend_mask) red_flat_bits_store<N>(red_flat_bits<Op>(ws, L.slices), q0, m);
+	}
+	if (local) {
+		// The block's counts into the workspace, and its first indices
+		// into the slots from the place the global count gives them.
+		__syncthreads();
+		int* gcnt = static_cast<int*>(ws);
+		i64* gslot = red_flat_slots(ws, L.slices);
+		for (int t = threadIdx.x; t < L.slices; t += blockDim.x) {
+			const int c = bcnt[t];
+			if (c == 0) continue;
+			const int b = atomicAdd(gcnt + t, c);
+			if (b + c > Op::flat_slots) *static_cast<volatile int*>(gcnt + L.slices) = 1;
+			for (int i = 0; i < c && b + i < Op::flat_slots; ++i) gslot[t * SL + b + i] = bslot[t * SL + i];
+		}
+	}
+}
+
+template <typename T, typename Op>
+__device__ __forceinline__ void reduce_flat(const T* __restrict__ x, const T* __restrict__ y,
+		const T* __restrict__ dy, T* __restrict__ dx, void* __restrict__ ws, const ReduceLayout& L) {
+	typedef typename OpMath<T>::type M;
+	constexpr int N = Pack<T>::N;
+	if (Op::stats) {
+		if (Op::provisional) red_flat_provisional<T, Op>(x, y, dy, dx, ws, L);
+		return;
+	}
+	const RedAcc<M> assumed = Op::template assumed<M>();
+	const i64 nth = grid_threads();
+	for (i64 q = global_tid(); q < L.fpacks; q += nth) {
+		const i64 o = bc_div(q, L.fmagic[0], L.fshift[0]);
+		Pack<T> xv, out;
+		if (Op::needs_x) xv = load_pack(x + q * N);
+		if (L.fip == 0) {
+			const M yv = Op::needs_y ? to_op(y[o]) : M(0);
+			const RedCtx<M> c = Op::template slice<M>(to_op(dy[o]), yv, assumed, L.scale, L.k);
+#pragma unroll
+			for (int e = 0; e < N; ++e) out.v[e] = from_op<T>(Op::elem(c, Op::needs_x ? to_op(xv.v[e]) : M(0)));
+		} else {
+			const i64 kq = (o * L.fip + q - bc_div(q, L.fmagic[1], L.fshift[1]) * L.fip) * N;
+			const Pack<T> gv = load_pack(dy + kq);
+			Pack<T> yp;
+			if (Op::needs_y) yp = load_pack(y + kq);
+			bool bad = false;
+#pragma unroll
+			for (int e = 0; e < N; ++e) {
+				const M yv = Op::needs_y ? to_op(yp.v[e]) : M(0), xe = Op::needs_x ? to_op(xv.v[e]) : M(0);
+				const RedCtx<M> c = Op::template slice<M>(to_op(gv.v[e]), yv, assumed, L.scale, L.k);
+				out.v[e] = from_op<T>(RedFast<Op, T>::elem(c, xe, bad));
+			}
+			if (bad) {
+				// RedFast's quotient was out of its range somewhere: the
+				// exact form for the whole pack (as red_elems).
+#pragma unroll
+				for (int e = 0; e < N; ++e) {
+					const M yv = Op::needs_y ? to_op(yp.v[e]) : M(0), xe = Op::needs_x ? to_op(xv.v[e]) : M(0);
+					out.v[e] = from_op<T>(Op::elem(Op::template slice<M>(to_op(gv.v[e]), yv, assumed, L.scale, L.k), xe));
+				}
+			}
+		}
+		store_pack(dx + q * N, out);
+	}
+}

@@ -1,0 +1,299 @@
+#pragma once
+// The reduce family's math: the launch constants, ReduceLayout, the
+// statistics (RedAcc) and per-slice context (RedCtx), each op's formulas
+// (RedSum ... RedStd), and the fast quotient for a pack (red_quot, red_elems).
+#include "common.cuh"
+
+#define RED_BLOCK 256
+#define RED_SRANK (BC_MAX_RANK - 1)
+// RED_FIX_BATCH: rows per lane whose loads red_total's rewrite issues together.
+#define RED_FIX_BATCH 4
+// RedCache is the 16-byte packs of x a row-mapping thread keeps in
+// registers between the statistics and the apply step: 4 packs (16 values
+// of f32, 32 of f16/bf16: 64 bytes in flight per thread), 2 of f64.
+template <typename T> struct RedCache { static constexpr int packs = sizeof(T) == 8 ? 2 : 4; };
+
+enum { RED_ROW = 0, RED_COL = 1 };
+enum { RED_FUSED = 0, RED_STATS = 1, RED_APPLY = 2, RED_ONE = 3, RED_CLUSTER = 4 };
+// RED_CLUSTER_BLOCKS: blocks per thread block cluster of the cluster
+// kernel, which cuts each split slice into that many chunks (redCluster in
+// the spec).
+#define RED_CLUSTER_BLOCKS 2
+// RED_CLUSTER_HMAX: the cluster kernel's most threads along k per block
+// (the other col kernels take at most 8; the launcher gives it 32).
+#define RED_CLUSTER_HMAX 32
+enum { RED_PHASE_APPLY = 0, RED_PHASE_TOTAL = 1, RED_PHASE_FLAT = 2 };
+
+// ReduceLayout is passed by value (mirrored by reduceLayout in ops/reduce.go).
+struct ReduceLayout {
+	i64 k;        // reduced axis length (>= 1)
+	i64 slices;   // S = numel / k
+	i64 chunk;    // positions per chunk (k when nchunks == 1)
+	i64 nchunks;  // chunks per slice
+	i64 tiles;    // row: S*nchunks; col: ceil(S/W)*nchunks
+	double scale; // mean: 1/N (in opmath); var/std: 2/(N - correction)
+	int mapping;  // RED_ROW or RED_COL
+	int group;    // row: threads per tile G; col: threads along k H
+	int vec;      // row: x and dx step 1 along the axis (packs where aligned)
+	int reverse;  // walk the tiles last to first
+	int srank;    // slice dims in use, 0..RED_SRANK
+	int cvec;     // col: slices per thread: RedColVec<T, Op>, half of it, or 1
+	int phase;    // apply kernel: RED_PHASE_TOTAL or RED_PHASE_APPLY
+	int pad_;
+	i64 sdim[RED_SRANK];          // slice dims, outermost first
+	i64 sstride[4][RED_SRANK];    // x, y, dy, dx strides of the slice dims
+	i64 kstride[2];               // x, dx strides along the axis
+	i64 vstride[2];               // y, dy strides of the innermost slice dim
+	// The flat kernel's (x viewed as [O, k, I], all operands dense; the
+	// strip kernel takes fip = I and fmagic[0] dividing by its strips per
+	// outer index, see reduce_strip):
+	i64 fpacks;                   // 16-byte packs of x and dx
+	i64 fip;                      // I/N packs across the inner dims, 0 when I == 1
+	unsigned long long fmagic[2]; // bc_div by the packs of one outer index, by fip
+	int fshift[2];
+};
+static_assert(sizeof(ReduceLayout) == 432, "ReduceLayout must match ops/reduce.go");
+
+// RedAcc is a slice's statistics: a = sum or product, z = a count. It is
+// also the workspace entry (8 bytes for float opmath, 16 for double).
+template <typename M> struct RedAcc {
+	M a;
+	int z;
+};
+
+// RedCtx is what the elementwise step needs of a slice (per-op meaning).
+template <typename M> struct RedCtx {
+	M p, q;
+	int mode;
+};
+
+template <typename M> __device__ __forceinline__ RedAcc<M> red_acc(M a, int z) {
+	RedAcc<M> r;
+	r.a = a;
+	r.z = z;
+	return r;
+}
+
+template <typename M> __device__ __forceinline__ RedCtx<M> red_ctx(M p, M q, int mode) {
+	RedCtx<M> c;
+	c.p = p;
+	c.q = q;
+	c.mode = mode;
+	return c;
+}
+
+// RedNoStats is the base of the ops that need no per-slice statistics.
+struct RedNoStats {
+	static constexpr bool stats = false, provisional = false, batch = false, mend_mask = false;
+	static constexpr int flat_slots = 0;
+	template <typename M> __device__ static RedAcc<M> init() { return red_acc(M(0), 0); }
+	template <typename M> __device__ static RedAcc<M> assumed() { return red_acc(M(0), 0); }
+	template <typename M> __device__ static void accum(RedAcc<M>&, M, M) {}
+	template <typename M> __device__ static void combine(RedAcc<M>&, const RedAcc<M>&) {}
+	template <typename M> __device__ static bool fix(const RedAcc<M>&) { return true; }
+	template <typename M> __device__ static bool fix_chunk(const RedAcc<M>&, const RedAcc<M>&) { return true; }
+	template <typename M> __device__ static bool wide(const RedAcc<M>&) { return false; }
+};
+
+// sum: y = Σx. dx = g.
+struct RedSum : RedNoStats {
+	static constexpr bool needs_x = false, needs_y = false;
+	template <typename M> __device__ static RedCtx<M> slice(M g, M, const RedAcc<M>&, double, i64) {
+		return red_ctx(g, M(0), 0);
+	}
+	template <typename M> __device__ static M elem(const RedCtx<M>& c, M) { return c.p; }
+};
+
+// mean: y = Σx/N. dx = g*(1/N), with 1/N formed in opmath by the launcher
+// (scale) and multiplied, as PyTorch's division by a scalar on CUDA.
+struct RedMean : RedNoStats {
+	static constexpr bool needs_x = false, needs_y = false;
+	template <typename M> __device__ static RedCtx<M> slice(M g, M, const RedAcc<M>&, double scale, i64) {
+		return red_ctx(g * M(scale), M(0), 0);
+	}
+	template <typename M> __device__ static M elem(const RedCtx<M>& c, M) { return c.p; }
+};
+
+// amax/amin (one functor: the backward only compares with y):
+// dx = (g/count)*mask, mask = (x == y), count = Σmask over the slice (a true
+// division). Ties split g evenly; a NaN in the slice makes y NaN, so count
+// is 0 and every element gets (g/0)*mask = NaN.
+// Provisional: count == 1, where g/1*mask is bit-identical.
+struct RedMaxMin {
+	static constexpr bool needs_x = true, needs_y = true, stats = true, provisional = true, batch = false;
+	static constexpr bool mend_mask = true;  // see wide
+	// flat_slots: positions of elements equal to y the flat kernel records
+	// per slice (red_flat_count), so that a slice with that few ties is
+	// mended without reading x again.
+	static constexpr int flat_slots = 4;
+	template <typename M> __device__ static RedAcc<M> init() { return red_acc(M(0), 0); }
+	template <typename M> __device__ static RedAcc<M> assumed() { return red_acc(M(0), 1); }
+	template <typename M> __device__ static void accum(RedAcc<M>& a, M x, M y) { a.z += (x == y) ? 1 : 0; }
+	template <typename M> __device__ static void combine(RedAcc<M>& a, const RedAcc<M>& b) { a.z += b.z; }
+	template <typename M> __device__ static bool fix(const RedAcc<M>& a) { return a.z != 1; }
+	// The flat path (red_flat_fix) mends a slice with more ties than
+	// slots across the whole grid, from the mask of the elements equal to
+	// y (mend_mask): each of them gets elem(slice, y), every other element
+	// keeps its g*0.
+	template <typename M> __device__ static bool wide(const RedAcc<M>& a) { return a.z > flat_slots; }
+	// With count >= 2, a chunk holding no element equal to y keeps its
+	// provisional g*0, the same bits as (g/count)*0; count 0 (y NaN, or
+	// equal to no element) rewrites every chunk.
+	template <typename M> __device__ static bool fix_chunk(const RedAcc<M>& tot, const RedAcc<M>& own) {
+		return tot.z == 0 || own.z > 0;
+	}
+	template <typename M> __device__ static RedCtx<M> slice(M g, M y, const RedAcc<M>& a, double, i64) {
+		return red_ctx(g / M(a.z), y, 0);
+	}
+	template <typename M> __device__ static M elem(const RedCtx<M>& c, M x) {
+		return c.p * ((x == c.q) ? M(1) : M(0));
+	}
+};
+
+// prod: y = Πx. Exact with zeros, per slice, never dividing by zero:
+//   no zero:        dx = g*(y/x) with the saved y (PyTorch's order);
+//   one zero at k:  dx_k = g*Π_{j!=k} x_j (product of the non-zeros, in
+//                   opmath), every other dx = g*0;
+//   two or more:    dx = g*0.
+// (g*0 is 0 for finite g; NaN for a NaN or infinite g, as PyTorch.)
+// Provisional: no zero.
+struct RedProd {
+	// batch: the col statistics loop issues a batch's loads first (see
+	// red_col_tile); for the other ops that form is slower.
+	static constexpr bool needs_x = true, needs_y = true, stats = true, provisional = true, batch = true;
+	static constexpr bool mend_mask = false;  // see wide
+	static constexpr int flat_slots = 0;
+	template <typename M> __device__ static RedAcc<M> init() { return red_acc(M(1), 0); }
+	template <typename M> __device__ static RedAcc<M> assumed() { return red_acc(M(1), 0); }
+	template <typename M> __device__ static void accum(RedAcc<M>& a, M x, M) {
+		if (x == M(0)) {
+			++a.z;
+		} else {
+			a.a *= x;
+		}
+	}
+	template <typename M> __device__ static void combine(RedAcc<M>& a, const RedAcc<M>& b) {
+		a.a *= b.a;
+		a.z += b.z;
+	}
+	template <typename M> __device__ static bool fix(const RedAcc<M>& a) { return a.z != 0; }
+	template <typename M> __device__ static bool fix_chunk(const RedAcc<M>&, const RedAcc<M>&) { return true; }
+	// The flat path (red_flat_fix) rewrites a slice with two or more zeros
+	// whole across the grid, every dx g*0 (no mask: the provisional
+	// g*(y/x) differs from it wherever x is negative, infinite or NaN).
+	template <typename M> __device__ static bool wide(const RedAcc<M>& a) { return a.z >= 2; }
+	template <typename M> __device__ static RedCtx<M> slice(M g, M y, const RedAcc<M>& a, double, i64) {
+		if (a.z == 0) return red_ctx(g, y, 0);
+		const M zero = g * M(0);
+		return red_ctx(a.z == 1 ? g * a.a : zero, zero, a.z == 1 ? 1 : 2);
+	}
+	template <typename M> __device__ static M elem(const RedCtx<M>& c, M x) {
+		if (c.mode == 0) return c.p * (c.q / x);
+		return (c.mode == 1 && x == M(0)) ? c.p : c.q;
+	}
+};
+
+// vector 2-norm: y = sqrt(Σx²). dx = g*(x/y) with x/y replaced by 0 where
+// y == 0 (PyTorch's masked_fill before the product: g*0, so NaN for a NaN
+// or infinite g).
+struct RedNorm2 : RedNoStats {
+	static constexpr bool needs_x = true, needs_y = true;
+	template <typename M> __device__ static RedCtx<M> slice(M g, M y, const RedAcc<M>&, double, i64) {
+		return red_ctx(g, y, y == M(0) ? 1 : 0);
+	}
+	template <typename M> __device__ static M elem(const RedCtx<M>& c, M x) {
+		return c.p * (c.mode ? M(0) : x / c.q);
+	}
+};
+
+// logsumexp: dx = g*exp(x - y). An all -inf slice (y = -inf) gives NaN;
+// with y = +inf the +inf elements give NaN and the finite ones 0.
+struct RedLogSumExp : RedNoStats {
+	static constexpr bool needs_x = true, needs_y = true;
+	template <typename M> __device__ static RedCtx<M> slice(M g, M y, const RedAcc<M>&, double, i64) {
+		return red_ctx(g, y, 0);
+	}
+	template <typename M> __device__ static M elem(const RedCtx<M>& c, M x) { return c.p * bc_exp(x - c.q); }
+};
+
+// var with correction c: dx = ((2/(N-c))*g)*(x - mean), mean = Σx/N
+// accumulated in opmath. The factor comes from the launcher in double
+// (scale) and has no special case: N == c gives +inf (so ±inf, or NaN where
+// x == mean or g == 0), N < c a negative factor.
+struct RedVar {
+	static constexpr bool needs_x = true, needs_y = false, stats = true, provisional = false, batch = false;
+	static constexpr bool mend_mask = false;
+	static constexpr int flat_slots = 0;
+	template <typename M> __device__ static RedAcc<M> init() { return red_acc(M(0), 0); }
+	template <typename M> __device__ static RedAcc<M> assumed() { return red_acc(M(0), 0); }
+	template <typename M> __device__ static void accum(RedAcc<M>& a, M x, M) { a.a += x; }
+	template <typename M> __device__ static void combine(RedAcc<M>& a, const RedAcc<M>& b) { a.a += b.a; }
+	template <typename M> __device__ static bool fix(const RedAcc<M>&) { return true; }
+	template <typename M> __device__ static bool fix_chunk(const RedAcc<M>&, const RedAcc<M>&) { return true; }
+	template <typename M> __device__ static bool wide(const RedAcc<M>&) { return false; }
+	template <typename M> __device__ static RedCtx<M> slice(M g, M, const RedAcc<M>& a, double scale, i64 k) {
+		return red_ctx(M(scale) * g, a.a / M(k), 0);
+	}
+	template <typename M> __device__ static M elem(const RedCtx<M>& c, M x) { return c.p * (x - c.q); }
+};
+
+// std: y = sqrt(var). dx = var's formula with g replaced by g/(2y), which
+// is set to 0 where y == 0 (a select: 0 even for a NaN g).
+struct RedStd : RedVar {
+	static constexpr bool needs_y = true;
+	template <typename M> __device__ static RedCtx<M> slice(M g, M y, const RedAcc<M>& a, double scale, i64 k) {
+		const M gs = (y == M(0)) ? M(0) : g / (y * M(2));
+		return red_ctx(M(scale) * gs, a.a / M(k), 0);
+	}
+};
+
+// red_quot(n, d, bad) is n/d without the exact division's slow-path
+// branch: a reciprocal estimate (rcp.approx) refined once against the
+// residual n - d*q0 (exact by fma), which gives the correctly rounded
+// quotient except within about 2^-22 ulp of a rounding boundary (then its
+// neighbour). That holds where d and the quotient are normal floats inside
+// [2^-125, 2^125] and |n| is at least 2^-100; anywhere else (zeros,
+// subnormals, the ends of the range, inf, NaN) it sets bad and the caller
+// redoes the whole pack with exact divisions (red_elems).
+__device__ __forceinline__ float red_quot(float n, float d, bool& bad) {
+	float r;
+	asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(d));
+	const float q0 = n * r;
+	const float q = fmaf(fmaf(-d, q0, n), r, q0);
+	const float an = fabsf(n), ad = fabsf(d), aq = fabsf(q);
+	bad = bad | !((ad >= 0x1p-125f) & (ad <= 0x1p125f) & (an >= 0x1p-100f) & (aq >= 0x1p-125f) & (aq <= 0x1p125f));
+	return q;
+}
+
+// RedFast<Op, T>::elem is Op::elem with red_quot in place of its division
+// where that is faster: prod's no-zero formula g*(y/x) for f16 and bf16 in
+// the cached row path (a slice with a zero takes the exact path). There the
+// exact division's branch in every element keeps ptxas from interleaving
+// the elements; red_quot has none. The exact division stays for f32 (with
+// red_quot ptxas gives its row kernel 83 registers, two blocks per SM
+// instead of three), for prod's col statistics loop (slower with red_quot)
+// and for norm2 (x/y: the exact division's own fast path is shorter than
+// red_quot with its range checks).
+template <typename Op, typename T, bool = Narrow<T>::value> struct RedFast {
+	template <typename M> __device__ static M elem(const RedCtx<M>& c, M x, bool&) { return Op::elem(c, x); }
+};
+template <typename T> struct RedFast<RedProd, T, true> {
+	__device__ static float elem(const RedCtx<float>& c, float x, bool& bad) {
+		bad = bad | (c.mode != 0);
+		return c.p * red_quot(c.q, x, bad);
+	}
+};
+
+// red_elems sets r[i] = Op::elem(c, xv[i]) for a pack of N values: the
+// fast form for all of them, then, only if one of them was out of its
+// range, the exact form for the whole pack.
+template <typename Op, typename M, typename T, int N>
+__device__ __forceinline__ void red_elems(const T (&xv)[N], T (&r)[N], const RedCtx<M>& c) {
+	bool bad = false;
+#pragma unroll
+	for (int i = 0; i < N; ++i) r[i] = from_op<T>(RedFast<Op, T>::elem(c, to_op(xv[i]), bad));
+	if (bad) {
+#pragma unroll
+		for (int i = 0; i < N; ++i) r[i] = from_op<T>(Op::elem(c, to_op(xv[i])));
+	}
+}

@@ -1,0 +1,164 @@
+#pragma once
+// The forward state across tiles: the row mapping's two passes
+// (scan_fill_slots, scan_fwd_prefix) and the col mapping's cumprod state
+// in the main launch (scan_fwd_unit, scan_fwd_wait).
+#include "scan_lookback.cuh"
+
+// scan_fwd_prefix (phase 2, row mapping): one thread per slice turns the
+// forward aggregates of its tiles into exclusive prefixes in scan order,
+// loading eight at a time. (A warp form of phase 2 in the same kernel
+// would give the cumprod row kernels more registers and slow them down.)
+template <typename T, typename Op>
+__device__ __forceinline__ void scan_fwd_prefix(unsigned char* __restrict__ ws, const ScanLayout& L) {
+	typedef typename OpMath<T>::type M;
+	if (!Op::fwd) return;
+	M* fwdbuf = reinterpret_cast<M*>(ws + L.ws_fwd);
+	const i64 s = (i64)blockIdx.x * SCAN_THREADS + threadIdx.x;
+	if (s >= L.nslices) return;
+	const bool rev = L.reverse != 0;
+	M f = Op::template fwd_identity<M>();
+	for (i64 i0 = 0; i0 < L.chunks; i0 += 8) {
+		M e[8];
+#pragma unroll
+		for (int i = 0; i < 8; ++i) {
+			const i64 q = rev ? L.chunks - 1 - (i0 + i) : i0 + i;
+			e[i] = M(0);
+			if (i0 + i < L.chunks) e[i] = fwdbuf[q * L.nslices + s];
+		}
+#pragma unroll
+		for (int i = 0; i < 8; ++i) {
+			const i64 q = rev ? L.chunks - 1 - (i0 + i) : i0 + i;
+			if (i0 + i < L.chunks) {
+				fwdbuf[q * L.nslices + s] = f;
+				f = Op::fwd_combine(f, e[i]);
+			}
+		}
+	}
+}
+
+// scan_fill_slots (phase 1, row mapping): the ops with a forward state
+// fill the look-back part of the workspace in their first pass rather
+// than by a memset before it (one launch fewer): every tile row q and
+// slice s sets its map and value slots to SCAN_NONE bytes (with double
+// opmath the slice's flag too), and the pass's first thread the ticket
+// counter. The main launch runs after phase 2, so it sees every slot
+// filled.
+template <typename M>
+__device__ __forceinline__ void scan_fill_slots(unsigned char* __restrict__ ws, const ScanLayout& L, i64 q, i64 s,
+		bool first) {
+	if (first) *reinterpret_cast<unsigned long long*>(ws) = ~0ULL;
+	const i64 e = q * L.nslices + s;
+	if (sizeof(M) == 4) {
+		reinterpret_cast<unsigned long long*>(ws + L.ws_agg)[e] = ~0ULL;
+		reinterpret_cast<unsigned*>(ws + L.ws_incl)[e] = SCAN_NONE;
+	} else {
+		reinterpret_cast<unsigned*>(ws + L.ws_flags)[q * L.units + s] = SCAN_NONE;
+		reinterpret_cast<uint4*>(ws + L.ws_agg)[e] = make_uint4(SCAN_NONE, SCAN_NONE, SCAN_NONE, SCAN_NONE);
+		reinterpret_cast<unsigned long long*>(ws + L.ws_incl)[e] = ~0ULL;
+	}
+}
+
+// tile_needs_x (phase 1, scan_fwd_unit): whether a tile must read x for
+// its forward aggregate; cumprod's tile has no zero when ye, y at its last
+// element in scan order, is nonzero and not NaN (tile_y_end loads it).
+template <typename Op, typename M> __device__ __forceinline__ bool tile_needs_x(M ye) {
+	return !Op::fwd_shortcut || ye == M(0) || bc_isnan(ye);
+}
+template <typename T, typename Op>
+__device__ __forceinline__ typename OpMath<T>::type tile_y_end(const T* __restrict__ y, const ScanLayout& L,
+		const i64 (&off)[4], i64 ke) {
+	typedef typename OpMath<T>::type M;
+	if (!Op::fwd_shortcut) return M(0);
+	return to_op(scan_ld(y + off[2] + ke * L.astride[2]));
+}
+
+// scan_fwd_unit and scan_fwd_wait (cumprod, col mapping, chunked): the
+// forward state before each tile, computed in the main launch and only
+// where dx can depend on it. It changes dx_k only where y before k is
+// NaN: a y that is a number other than 0 says no zero came before k (a
+// zero makes every later y 0 or NaN), and with y before k = 0, c_k is 0
+// either way (CumprodBw::prep). A NaN y stays NaN to the slice's end, so
+// the unit's first tile in carry order (the last in scan order; every
+// other tile of the unit waits on it through the look-back) reads y at
+// the end of its 32 slices before anything else. Where one is NaN it
+// writes the state before every tile of the unit's slices: each warp
+// takes tiles warp, warp + 8, ..., tells from y at a tile's end whether
+// it can hold a zero (tile_y_end, tile_needs_x) and if so reads its x, 8
+// loads at a time; per slice the block takes the first tile in scan
+// order with a zero, and the state is 1 after it. Its unit flag (SCAN_NONE
+// before the launch) then says 2, or 1 where no slice ended in NaN. A
+// tile whose run sees a NaN y before an element waits for the flag (the
+// first tile waits on nobody) and reads its state (scan_fwd_wait). Most
+// inputs never ask, and no pass runs before the main launch. No tile of
+// the unit has stored dx yet while the first tile reads x (dx may be
+// written over x, in place).
+template <typename T, typename Op>
+__device__ __forceinline__ void scan_fwd_unit(const T* __restrict__ x, const T* __restrict__ y,
+		unsigned char* __restrict__ ws, const ScanLayout& L, i64 unit, i64 s, bool has, bool& ready) {
+	typedef typename OpMath<T>::type M;
+	__shared__ i64 s_first[SCAN_WARPS][32];
+	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+	const bool rev = L.reverse != 0;
+	// The slice offsets again rather than the caller's: taking them as a
+	// parameter changes how ptxas allocates the f32 col kernel's registers,
+	// and cumprod f32 along axis 0 runs slower.
+	i64 off[4];
+	scan_slice_offsets(L, has ? s : 0, off);
+	M ye = M(0);
+	if (warp == 0 && has) ye = tile_y_end<T, Op>(y, L, off, rev ? 0 : L.n - 1);
+	const bool need = __syncthreads_or(bc_isnan(ye));
+	if (need) {
+		M* fwdbuf = reinterpret_cast<M*>(ws + L.ws_fwd);
+		const i64 tile = (i64)L.split * L.items;
+		i64 first = L.chunks;  // the first tile with a zero, in scan order
+		for (i64 qq = warp; qq < L.chunks; qq += SCAN_WARPS) {
+			const i64 pos = rev ? L.chunks - 1 - qq : qq;
+			const i64 tk0 = qq * tile, tk1 = tk0 + tile < L.n ? tk0 + tile : L.n;
+			if (!has || pos >= first || !tile_needs_x<Op>(tile_y_end<T, Op>(y, L, off, rev ? tk0 : tk1 - 1)))
+				continue;
+			const T* p = x + off[1];
+			const i64 st = L.astride[1];
+			M f = Op::template fwd_identity<M>();
+			for (i64 k = tk0; k < tk1; k += 8) {
+				M v[8];
+#pragma unroll
+				for (int i = 0; i < 8; ++i)
+					v[i] = k + i < tk1 ? to_op(scan_ld(p + (k + i) * st)) : Op::template x_fill<M>();
+				f = Op::fwd_combine(f, Op::template fold<M, 8>(v));
+			}
+			if (f != Op::template fwd_identity<M>()) first = pos;
+		}
+		s_first[warp][lane] = first;
+		__syncthreads();
+		for (int w = 0; w < SCAN_WARPS; ++w) first = s_first[w][lane] < first ? s_first[w][lane] : first;
+		if (has) {
+			for (i64 qq = warp; qq < L.chunks; qq += SCAN_WARPS) {
+				const i64 pos = rev ? L.chunks - 1 - qq : qq;
+				fwdbuf[qq * L.nslices + s] = pos > first ? M(1) : Op::template fwd_identity<M>();
+			}
+		}
+		fence_gpu();
+		__syncthreads();
+	}
+	if (threadIdx.x == 0) {
+		scan_ws_wait(ws, L, ready);
+		st_flag(reinterpret_cast<unsigned*>(ws + L.ws_unitflag) + unit, need ? 2u : 1u);
+	}
+}
+
+template <typename Op, typename M>
+__device__ __forceinline__ M scan_fwd_wait(unsigned char* __restrict__ ws, const ScanLayout& L, i64 q, i64 unit,
+		i64 s, bool has, bool& ready) {
+	__shared__ unsigned s_state;
+	if (threadIdx.x == 0) {
+		scan_ws_wait(ws, L, ready);
+		const unsigned* flag = reinterpret_cast<const unsigned*>(ws + L.ws_unitflag) + unit;
+		unsigned st;
+		while ((st = ld_flag(flag)) == SCAN_NONE) __nanosleep(64);
+		fence_gpu();
+		s_state = st;
+	}
+	__syncthreads();
+	if (s_state != 2u || !has) return Op::template fwd_identity<M>();
+	return ld_cg(reinterpret_cast<const M*>(ws + L.ws_fwd) + q * L.nslices + s);
+}

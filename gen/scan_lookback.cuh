@@ -1,0 +1,333 @@
+#pragma once
+// Carries across threads and tiles: the warp scans, the look-back through
+// the workspace (ScanChain, PackedChain, Lookback) and the tickets with
+// which blocks take tiles and fill the workspace (scan_take).
+#include "scan_run.cuh"
+
+// ---- scans across threads ------------------------------------------------
+
+// warp_carry_scan: lanes are consecutive runs in memory order; the carry
+// comes from the lanes later in scan order (higher lanes; rev: lower).
+// Returns the lane's exclusive map (the lanes upstream of it composed) and
+// sets total to the warp's map.
+template <typename Op, typename M>
+__device__ __forceinline__ Aff<M> warp_carry_scan(Aff<M> v, int lane, bool rev, Aff<M>& total) {
+	const int dir = rev ? -1 : 1;
+#pragma unroll
+	for (int off = 1; off < 32; off <<= 1) {
+		const int src = lane + dir * off;
+		const M oa = __shfl_sync(0xffffffffu, v.a, src & 31);
+		const M ou = __shfl_sync(0xffffffffu, v.u, src & 31);
+		if (src >= 0 && src < 32) v = compose<Op>(v, Aff<M>{oa, ou});
+	}
+	const int src = lane + dir;
+	const M ea = __shfl_sync(0xffffffffu, v.a, src & 31);
+	const M eu = __shfl_sync(0xffffffffu, v.u, src & 31);
+	total.a = __shfl_sync(0xffffffffu, v.a, rev ? 31 : 0);
+	total.u = __shfl_sync(0xffffffffu, v.u, rev ? 31 : 0);
+	return (src >= 0 && src < 32) ? Aff<M>{ea, eu} : aff_identity<M>();
+}
+
+// warp_fwd_scan: the exclusive forward combine across lanes (the forward
+// state flows from lanes earlier in scan order) and the warp's total.
+template <typename Op, typename M>
+__device__ __forceinline__ M warp_fwd_scan(M v, int lane, bool rev, M& total) {
+	const int dir = rev ? 1 : -1;
+#pragma unroll
+	for (int off = 1; off < 32; off <<= 1) {
+		const int src = lane + dir * off;
+		const M o = __shfl_sync(0xffffffffu, v, src & 31);
+		if (src >= 0 && src < 32) v = Op::fwd_combine(v, o);
+	}
+	const int src = lane + dir;
+	const M e = __shfl_sync(0xffffffffu, v, src & 31);
+	total = __shfl_sync(0xffffffffu, v, rev ? 0 : 31);
+	return (src >= 0 && src < 32) ? e : Op::template fwd_identity<M>();
+}
+
+// ---- look-back -------------------------------------------------------------
+
+// chain_lookback serves tile c (in ticket order) of one look-back unit:
+// lane l of the calling warp serves slice s (valid: has), whose tile values
+// are agg[d * nslices] and incl[d * nslices]. Tile d publishes its value
+// agg(d) as soon as it has it, then incl(d) = fold(agg(d), incl(d-1)),
+// with incl(-1) = v0. The tile walks back from c-1 to the nearest tile
+// whose incl is there (waiting for agg on the way) and folds the values in
+// between onto that incl in ascending order. That is exactly the
+// sequential chain incl(c-1) = fold(agg(c-1), fold(agg(c-2), ...)),
+// whichever tile it stops at: the same operations on the same values in
+// the same order, so the result is bit-stable however the tiles are timed.
+// Returns incl(c-1) and publishes fold(tot, it) unless c is the last tile.
+//
+// Two forms. With float opmath each slice's values are slots (above):
+// every lane walks back on its own and nothing waits on a fence. With
+// double opmath a map is 16 bytes, which no access moves at once, so a
+// flag per tile and unit (flags[d * units]) says what the unit's values
+// are: 1 agg, 2 agg and incl; the warp publishes them behind fences and
+// walks back together, 32 tiles per step. (The launcher reserves the
+// flags only for double opmath.)
+template <bool Slots> struct ScanChain;
+
+template <> struct ScanChain<true> {
+	template <typename A, typename M, typename F>
+	static __device__ __forceinline__ M run(unsigned*, A* agg, M* incl, const ScanLayout& L, i64 c, bool has, A tot,
+			M v0, F fold) {
+		M v = v0;
+		if (!has) return v;
+		const bool last = c + 1 == L.chunks;  // nobody reads the last tile
+		if (c > 0 && !last) slot_st(agg + c * L.nslices, tot);
+		if (c > 0) {
+			// Tile 0 publishes incl alone; every other tile agg first.
+			i64 d = c - 1;
+			for (;;) {
+				M iv;
+				if (slot_ld(incl + d * L.nslices, iv)) {
+					v = iv;
+					break;
+				}
+				A av;
+				if (d > 0 && slot_ld(agg + d * L.nslices, av)) {
+					--d;
+				} else {
+					__nanosleep(32);
+				}
+			}
+			for (i64 e = d + 1; e < c; ++e) {
+				A av;
+				slot_ld(agg + e * L.nslices, av);
+				v = fold(av, v);
+			}
+		}
+		if (!last) slot_st(incl + c * L.nslices, fold(tot, v));
+		return v;
+	}
+};
+
+template <> struct ScanChain<false> {
+	template <typename A, typename M, typename F>
+	static __device__ __forceinline__ M run(unsigned* flags, A* agg, M* incl, const ScanLayout& L, i64 c, bool has,
+			A tot, M v0, F fold) {
+		const int lane = threadIdx.x & 31;
+		const bool last = c + 1 == L.chunks;
+		if (c > 0 && !last) {
+			if (has) st_cg(agg + c * L.nslices, tot);
+			fence_gpu();
+			__syncwarp();
+			if (lane == 0) st_flag(flags + c * L.units, 1u);
+		}
+		// Find the nearest tile d0 < c with flag 2 (d0 = -1: the start,
+		// v0), 32 tiles per step: lane j looks at tile top - j.
+		i64 top = c - 1, d0 = -1;
+		while (top >= 0) {
+			const i64 d = top - lane;
+			const unsigned f = d >= 0 ? ld_flag(flags + d * L.units) : 2u;
+			const unsigned two = __ballot_sync(0xffffffffu, f == 2u);
+			const unsigned none = __ballot_sync(0xffffffffu, f == SCAN_NONE);
+			const unsigned below = two ? (two & (0u - two)) - 1u : 0xffffffffu;  // lanes before the first 2
+			if (none & below) {
+				__nanosleep(64);
+				continue;  // a tile on the way has not published its value yet
+			}
+			if (two) {
+				d0 = top - (__ffs(two) - 1);
+				break;
+			}
+			top -= 32;
+		}
+		fence_gpu();
+		M v = v0;
+		if (has) {
+			if (d0 >= 0) v = ld_cg(incl + d0 * L.nslices);
+			for (i64 d = d0 + 1; d < c; ++d) v = fold(ld_cg(agg + d * L.nslices), v);
+		}
+		if (!last) {
+			if (has) st_cg(incl + c * L.nslices, fold(tot, v));
+			fence_gpu();
+			__syncwarp();
+			if (lane == 0) st_flag(flags + c * L.units, 2u);
+		}
+		return v;
+	}
+};
+
+// chain_lookback runs in warp 0 of a chunked tile: every lane calls it.
+template <typename A, typename M, typename F>
+__device__ __forceinline__ M chain_lookback(unsigned* flags, A* agg, M* incl, const ScanLayout& L, i64 c, bool has,
+		A tot, M v0, F fold) {
+	return ScanChain<sizeof(M) == 4>::run(flags, agg, incl, L, c, has, tot, v0, fold);
+}
+
+// ApplyFold and FwdFold are chain_lookback's folds: the backward carry
+// (tile maps applied to V) and the forward state (exact combines).
+template <typename Op> struct ApplyFold {
+	template <typename M> __device__ M operator()(Aff<M> a, M v) const { return apply<Op>(a, v); }
+};
+template <typename Op> struct FwdFold {
+	template <typename M> __device__ M operator()(M a, M v) const { return Op::fwd_combine(v, a); }
+};
+
+// Packed slots (cumsum, float opmath): every cumsum map has a = 1, so a
+// tile's map is its sum u alone, and u and the value after the tile share
+// one 8-byte slot: (u, SCAN_NONE) once the tile has its map, (u, incl)
+// once it has both. The walk back reads each tile once, the workspace has
+// no incl part (ops/scan.go), and the fill before a launch is 8 bytes per
+// tile and slice instead of 12. The folds are the slot chain's (fold(agg,
+// v) = u + v), in the same order, so the values are the same bits.
+template <typename Op> struct PackedChain {
+	static constexpr bool on = false;
+};
+template <> struct PackedChain<CumsumBw> {
+	static constexpr bool on = true;
+};
+
+__device__ __forceinline__ unsigned long long pslot_ld(const unsigned long long* p) {
+	return *reinterpret_cast<const volatile unsigned long long*>(p);
+}
+__device__ __forceinline__ void pslot_st(unsigned long long* p, float u, float incl, bool has_incl) {
+	const unsigned hi = has_incl ? slot_bits(incl) : SCAN_NONE;
+	*reinterpret_cast<volatile unsigned long long*>(p) = (unsigned long long)slot_bits(u) | (unsigned long long)hi << 32;
+}
+
+template <bool Packed> struct Lookback {
+	template <typename Op, typename M>
+	static __device__ __forceinline__ M run(unsigned char* ws, const ScanLayout& L, i64 c, i64 unit, i64 s, bool has,
+			Aff<M> tot) {
+		return chain_lookback(reinterpret_cast<unsigned*>(ws + L.ws_flags) + unit,
+				reinterpret_cast<Aff<M>*>(ws + L.ws_agg) + s, reinterpret_cast<M*>(ws + L.ws_incl) + s, L, c,
+				has, tot, M(0), ApplyFold<Op>());
+	}
+};
+
+template <> struct Lookback<true> {
+	template <typename Op, typename M>
+	static __device__ __forceinline__ M run(unsigned char* ws, const ScanLayout& L, i64 c, i64, i64 s, bool has,
+			Aff<M> tot) {
+		unsigned long long* slot = reinterpret_cast<unsigned long long*>(ws + L.ws_agg) + s;
+		float v = 0.f;
+		if (!has) return v;
+		const bool last = c + 1 == L.chunks;  // nobody reads the last tile
+		if (c > 0 && !last) pslot_st(slot + c * L.nslices, tot.u, 0.f, false);
+		if (c > 0) {
+			// As ScanChain<true>: back to the nearest tile with its incl,
+			// then its successors' sums in ascending order.
+			i64 d = c - 1;
+			for (;;) {
+				const unsigned long long b = pslot_ld(slot + d * L.nslices);
+				if ((unsigned)(b >> 32) != SCAN_NONE) {
+					v = __uint_as_float((unsigned)(b >> 32));
+					break;
+				}
+				if (d > 0 && (unsigned)b != SCAN_NONE) {
+					--d;
+				} else {
+					__nanosleep(32);
+				}
+			}
+			for (i64 e = d + 1; e < c; ++e) v = __uint_as_float((unsigned)pslot_ld(slot + e * L.nslices)) + v;
+		}
+		if (!last) pslot_st(slot + c * L.nslices, tot.u, tot.u + v, true);
+		return v;
+	}
+};
+
+// lookback chains the backward carry: tile c in carry order, tot its map;
+// returns V after the tile (V_in).
+template <typename Op, typename M>
+__device__ __forceinline__ M lookback(unsigned char* ws, const ScanLayout& L, i64 c, i64 unit, i64 s, bool has,
+		Aff<M> tot) {
+	return Lookback<PackedChain<Op>::on && sizeof(M) == 4>::template run<Op, M>(ws, L, c, unit, s, has, tot);
+}
+
+// fwd_lookback chains the forward state instead (the ext order: tile c in
+// scan order, tot its forward total); returns the state before the tile.
+template <typename Op, typename M>
+__device__ __forceinline__ M fwd_lookback(unsigned char* ws, const ScanLayout& L, i64 c, i64 unit, i64 s, bool has,
+		M tot) {
+	return chain_lookback(reinterpret_cast<unsigned*>(ws + L.ws_flags) + unit,
+			reinterpret_cast<M*>(ws + L.ws_fwd) + s, reinterpret_cast<M*>(ws + L.ws_incl) + s, L, c, has, tot,
+			Op::template fwd_identity<M>(), FwdFold<Op>());
+}
+
+// Tickets. The counter at workspace byte 0 starts at all ones (the
+// launcher's memset of 16 bytes), so an atomic add's old value plus one
+// holds the tickets taken before it in its low SCAN_TK_BITS bits and,
+// above them, the fill blocks that are done. The first L.fillers tickets
+// are fill blocks: each sets its share of the slots, [SCAN_COUNTER,
+// L.ws_fill), to 0xff bytes and then counts itself done behind a fence
+// (so the launcher needs no memset of the slots, a launch of its own).
+// A thread reads or writes the slots only after it has seen every fill
+// block done through an acquire: its block's ticket (scan_take), or
+// scan_ws_wait. Fill tickets come before every other, so a tile waits
+// only on fill blocks that are running, and a fill block on nothing.
+#define SCAN_TK_BITS 40
+#define SCAN_TK_MASK ((1ULL << SCAN_TK_BITS) - 1ULL)
+
+// scan_fills_done: the counter's value plus one (n) says every fill block
+// is done.
+__device__ __forceinline__ bool scan_fills_done(unsigned long long n, int fillers) {
+	return (i64)(n >> SCAN_TK_BITS) == (i64)fillers;
+}
+
+__device__ __forceinline__ unsigned long long scan_ticket_acquire(unsigned long long* p) {
+	unsigned long long r;
+	asm volatile("atom.add.acquire.gpu.global.u64 %0, [%1], 1;" : "=l"(r) : "l"(p) : "memory");
+	return r + 1ULL;
+}
+
+// scan_ticket takes a ticket where no fill blocks come first.
+__device__ __forceinline__ i64 scan_ticket(unsigned char* ws) {
+	__shared__ unsigned long long t;
+	if (threadIdx.x == 0) t = atomicAdd(reinterpret_cast<unsigned long long*>(ws), 1ULL) + 1ULL;  // from all ones
+	__syncthreads();
+	return (i64)t;
+}
+
+// scan_fill_part: fill block b of `fillers` sets its share of the
+// workspace's slots, [SCAN_COUNTER, ws_fill), to 0xff bytes (16 a store),
+// then counts itself done.
+__device__ __forceinline__ void scan_fill_part(unsigned char* __restrict__ ws, i64 ws_fill, int fillers, i64 b) {
+	const i64 words = (ws_fill - SCAN_COUNTER) >> 4;
+	const i64 per = (words + fillers - 1) / fillers;
+	const i64 w1 = b * per + per < words ? b * per + per : words;
+	uint4* p = reinterpret_cast<uint4*>(ws + SCAN_COUNTER);
+	for (i64 w = b * per + threadIdx.x; w < w1; w += SCAN_THREADS) p[w] = make_uint4(~0u, ~0u, ~0u, ~0u);
+	__syncthreads();
+	if (threadIdx.x == 0) {
+		fence_gpu();
+		atomicAdd(reinterpret_cast<unsigned long long*>(ws), 1ULL << SCAN_TK_BITS);
+	}
+}
+
+// scan_take: thread 0 takes the block's ticket with an acquire, and a fill
+// block runs its share. Returns -1 for a fill block; else the ticket
+// counted from the first after the fill blocks', with SCAN_READY set
+// where every fill block was done by then. Not inlined: inlined, the
+// ticket and fill code changes how ptxas allocates registers in the tile
+// code after it, and the tiles run slower.
+#define SCAN_READY (1LL << 62)
+__device__ __noinline__ i64 scan_take(unsigned char* __restrict__ ws, i64 ws_fill, int fillers) {
+	__shared__ unsigned long long s_t;
+	if (threadIdx.x == 0) s_t = scan_ticket_acquire(reinterpret_cast<unsigned long long*>(ws));
+	__syncthreads();
+	const unsigned long long v = s_t;
+	const i64 t = (i64)(v & SCAN_TK_MASK);
+	if (t < fillers) {
+		scan_fill_part(ws, ws_fill, fillers, t);
+		return -1;
+	}
+	return (t - fillers) | (scan_fills_done(v, fillers) ? SCAN_READY : 0);
+}
+
+// scan_ws_wait: before a thread's first access to the slots, unless ready,
+// wait (acquire) until every fill block is done.
+__device__ __forceinline__ void scan_ws_wait(const unsigned char* ws, const ScanLayout& L, bool& ready) {
+	if (ready) return;
+	const unsigned long long* p = reinterpret_cast<const unsigned long long*>(ws);
+	for (;;) {
+		unsigned long long v;
+		asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+		if (scan_fills_done(v + 1ULL, L.fillers)) break;
+		__nanosleep(64);
+	}
+	ready = true;
+}

@@ -1,0 +1,346 @@
+#pragma once
+// The scan family's math: the launch constants, ScanLayout, the element maps
+// (Aff) and their composition, and each op's factors and forward state
+// (CumsumBw, CumprodBw, CumExtBw, LogcumsumexpBw) with its run lengths
+// (ScanItems) and load helpers (ColFetch). The recurrence is in scan.cuh's overview.
+#include "common.cuh"
+
+#define SCAN_THREADS 256
+#define SCAN_WARPS 8
+#define SCAN_SRANK (BC_MAX_RANK - 1)
+// SCAN_COUNTER: the workspace's first bytes, the ticket counter and room to
+// keep what follows 16-byte aligned (ops/scan.go's scanCounter).
+#define SCAN_COUNTER 16
+
+enum { SCAN_MAIN = 0, SCAN_FWD_TILES = 1, SCAN_FWD_PREFIX = 2, SCAN_EXT_FIX = 4 };
+
+// ScanLayout is passed by value (mirrored by scanLayout in ops/scan.go).
+struct ScanLayout {
+	i64 n;        // elements along the scan axis (>= 1)
+	i64 nslices;  // slices: the product of the other dims
+	i64 chunks;   // tiles per slice; > 1 chains tiles through the workspace
+	i64 units;    // look-back units: slices (row) or 32-slice groups (col)
+	int srank;    // merged slice dims, 0..SCAN_SRANK
+	int reverse;  // the forward scan ran from the end of the axis
+	int phase;    // SCAN_MAIN, SCAN_FWD_TILES, SCAN_FWD_PREFIX or SCAN_EXT_FIX
+	int split;    // row: threads per slice; col: warps along the axis
+	int items;    // col: elements per thread per tile (row: ScanItems::row)
+	int vec;      // row: every operand has unit stride along the axis
+	i64 sdim[SCAN_SRANK];        // slice dims, outermost first
+	unsigned long long smagic[SCAN_SRANK];  // division by sdim: see bc_div
+	int sshift[SCAN_SRANK + 1];
+	i64 sstride[4][SCAN_SRANK];  // dy, x, y, dx strides of the slice dims
+	i64 astride[4];              // dy, x, y, dx strides along the axis
+	i64 ws_flags;    // workspace byte offsets: tile flags (double opmath),
+	i64 ws_agg;      // tile maps,
+	i64 ws_incl;     // values after them,
+	i64 ws_fwd;      // forward values,
+	i64 ws_fix;      // take-over records (ext order),
+	i64 ws_unitflag; // unit flags (col cumprod); the ticket counter is at 0
+	// A col ticket t names tile row t / units and look-back unit t % units:
+	// bc_div's constants for the units (0 in the row mapping, which divides).
+	unsigned long long tmagic;
+	int tshift;
+	int lsplit;  // log2(split): split is a power of two
+	// The fill blocks (see scan_take): the first `fillers` tickets set
+	// [SCAN_COUNTER, ws_fill) of the workspace to 0xff bytes, a share each
+	// (0: the row mapping's forward-state passes fill it).
+	i64 ws_fill;
+	int fillers;
+	int pad_;
+};
+static_assert(sizeof(ScanLayout) == 536, "ScanLayout must match ops/scan.go");
+
+// FixRec is a tile's take-over record (ext order): dx at its last take-over
+// k* without the carry, and k* as an offset in the tile.
+template <typename M> struct __align__(2 * sizeof(M)) FixRec {
+	M v;
+	int k;
+};
+
+// Elements per thread per tile, at most (a run): 16, 8 for f64, by default;
+// more where the registers allow it (cumsum, and cummax/cummin whose
+// factors are bits): more bytes in flight per thread and fewer tiles. The
+// choice keeps every kernel clear of register spills under ptxas's
+// occupancy heuristics (go run ./gen -verify checks it); ops/scan.go's
+// scanItems mirrors it.
+template <typename T, typename Op> struct ScanItems {
+	static constexpr int row = sizeof(T) == 8 ? 8 : 16, col = row;
+};
+
+// Aff is the map V -> u + a (.) V.
+template <typename M> struct __align__(2 * sizeof(M)) Aff {
+	M a, u;
+};
+
+// sz is the strong-zero product: 0 when either factor is 0, even inf or NaN.
+template <typename M> __device__ __forceinline__ M sz(M a, M b) {
+	return (a == M(0) || b == M(0)) ? M(0) : a * b;
+}
+template <typename M> __device__ __forceinline__ Aff<M> aff_identity() { return Aff<M>{M(1), M(0)}; }
+// compose(p, q) is p after q (q is nearer the start of the carry) and
+// apply(p, v) is p(v); Op::mul is the op's product a (.) v, the strong-zero
+// product or a cheaper form where a is known to be 1 (cumsum) or 0/1
+// (cummax, cummin).
+template <typename Op, typename M> __device__ __forceinline__ Aff<M> compose(Aff<M> p, Aff<M> q) {
+	return Aff<M>{Op::mul(p.a, q.a), p.u + Op::mul(p.a, q.u)};
+}
+template <typename Op, typename M> __device__ __forceinline__ M apply(Aff<M> p, M v) { return p.u + Op::mul(p.a, v); }
+
+template <typename M> __device__ __forceinline__ bool scan_finite(M v) { return v - v == M(0); }
+// Infinity and NaN as constants (common.cuh's bc_inf and bc_nan divide at
+// run time, which costs a division routine per call).
+template <typename M> __device__ __forceinline__ M scan_inf();
+template <> __device__ __forceinline__ float scan_inf<float>() { return __int_as_float(0x7f800000); }
+template <> __device__ __forceinline__ double scan_inf<double>() { return __longlong_as_double(0x7ff0000000000000LL); }
+template <typename M> __device__ __forceinline__ M scan_nan();
+template <> __device__ __forceinline__ float scan_nan<float>() { return __int_as_float(0x7fffffff); }
+template <> __device__ __forceinline__ double scan_nan<double>() { return __longlong_as_double(0x7fffffffffffffffLL); }
+
+// ---- ops ----------------------------------------------------------------
+//
+// prep(x, y, yp, first, single, f, a, c) sets the factors of one element
+// from its saved x and y, yp = y of the element before it in scan order
+// (first: there is none), single (the axis has length 1) and f, the forward
+// state before it. grad(g) is the gradient the op uses for dy.
+
+// StrongZero: the factors are general numbers; a (.) v and dx = c*S keep
+// their zeros exact.
+struct StrongZero {
+	static constexpr bool strong = true;
+	template <typename M> __device__ static M mul(M a, M v) { return sz(a, v); }
+	template <typename M> __device__ static M scale(M c, M s) { return c == M(0) ? M(0) : c * s; }
+};
+
+// NoFwd is the forward state of ops that need none.
+struct NoFwd {
+	static constexpr bool fwd = false, fwd_shortcut = false, mask_factors = false, strong = false;
+	template <typename M> __device__ static M x_fill() { return M(0); }
+	template <typename M> __device__ static M fwd_identity() { return M(0); }
+	template <typename M> __device__ static M fwd_value(M) { return M(0); }
+	template <typename M> __device__ static M fwd_combine(M a, M) { return a; }
+	template <typename M, int N> __device__ static M fold(const M (&)[N]) { return M(0); }
+};
+
+// fold_values combines the forward values of x[0..N) (in any order: the
+// forward combines are exact and commutative).
+template <typename Op, typename M, int N> __device__ __forceinline__ M fold_values(const M (&x)[N]) {
+	M m = Op::template fwd_identity<M>();
+#pragma unroll
+	for (int i = 0; i < N; ++i) m = Op::fwd_combine(m, Op::fwd_value(x[i]));
+	return m;
+}
+
+// cumsum: dx_k = sum_{j>=k} g_j (the reverse cumsum of dy).
+struct CumsumBw : NoFwd {
+	static constexpr bool needs_x = false, needs_y = false;
+	template <typename M> __device__ static M mul(M, M v) { return v; }
+	template <typename M> __device__ static M scale(M, M s) { return s; }
+	template <typename M> __device__ static M grad(M g) { return g; }
+	template <bool Narrow_, typename M> __device__ static void prep(M, M, M, bool, bool, M, M& a, M& c) {
+		a = M(1);
+		c = M(1);
+	}
+};
+
+template <typename T> struct ScanItems<T, CumsumBw> {
+	static constexpr int row = sizeof(T) == 8 ? 8 : sizeof(T) == 2 ? 32 : 16, col = sizeof(T) == 8 ? 8 : 32;
+};
+
+// cumprod: dx_k = y_{k-1} * sum_{j>=k} g_j * x_{k+1}...x_j, exact with zeros
+// and without division; PyTorch's three regions follow: before the first
+// zero z1 the usual value, at z1 the value with the products cut at the
+// second zero, after z1 exactly 0 (the forward state: a zero came before
+// k). Where x_k is inf or NaN and no zero came before, dx_k is NaN as
+// PyTorch's division gives, unless the axis has length 1 (dx = dy).
+struct CumprodBw : StrongZero {
+	static constexpr bool needs_x = true, needs_y = true;
+	static constexpr bool fwd = true, mask_factors = false;
+	// Phase 1 can tell a tile has no zero from y at its last element alone
+	// (nonzero, not NaN), and reads x only otherwise.
+	static constexpr bool fwd_shortcut = true;
+	template <typename M> __device__ static M fwd_identity() { return M(0); }
+	template <typename M> __device__ static M x_fill() { return M(1); }
+	template <typename M> __device__ static M fwd_value(M x) { return x == M(0) ? M(1) : M(0); }
+	template <typename M> __device__ static M fwd_combine(M a, M b) { return a > b ? a : b; }
+	template <typename M, int N> __device__ static M fold(const M (&x)[N]) { return fold_values<CumprodBw>(x); }
+	template <typename M> __device__ static M grad(M g) { return g; }
+	template <bool Narrow_, typename M> __device__ static void prep(M x, M, M yp, bool first, bool single, M f, M& a, M& c) {
+		a = x;
+		c = first ? M(1) : yp;
+		const bool nan = !single & (c != M(0)) & !scan_finite(x);
+		c = f != M(0) ? M(0) : nan ? scan_nan<M>() : c;
+	}
+};
+
+// bf16 cumprod col runs hold 15: at 16 the 80 registers of the compute_80
+// build (3 blocks per SM) spill loaded values between the operands' loads,
+// each spill store waiting for its load, so the tile makes one round trip
+// per operand; at 15 nothing spills, and shorter runs are slower.
+// logcumsumexp issues its loads before its spills and keeps 16 (shorter
+// runs slow it down).
+template <> struct ScanItems<__nv_bfloat16, CumprodBw> {
+	static constexpr int row = 16, col = 15;
+};
+
+__device__ __forceinline__ float scan_fmax(float a, float b) { return fmaxf(a, b); }
+__device__ __forceinline__ double scan_fmax(double a, double b) { return fmax(a, b); }
+__device__ __forceinline__ float scan_fmin(float a, float b) { return fminf(a, b); }
+__device__ __forceinline__ double scan_fmin(double a, double b) { return fmin(a, b); }
+__device__ __forceinline__ float scan_fma(float a, float b, float c) { return fmaf(a, b, c); }
+__device__ __forceinline__ double scan_fma(double a, double b, double c) { return fma(a, b, c); }
+
+// Running extremum with PyTorch's NaN rule: a NaN sticks; E > 0 max, else min.
+// The factors are 0 or 1 (a = 1 - c), so a run keeps them as one bit mask.
+template <int E> struct ExtremumFwd {
+	static constexpr bool fwd = true, fwd_shortcut = false, mask_factors = true, strong = false;
+	template <typename M> __device__ static M fwd_identity() { return E > 0 ? -scan_inf<M>() : scan_inf<M>(); }
+	template <typename M> __device__ static M x_fill() { return fwd_identity<M>(); }
+	template <typename M> __device__ static M fwd_value(M x) { return x; }
+	// fwd_combine takes v when it is NaN or reaches m (>= for max, <= for
+	// min): a NaN m compares false with a number, so it sticks. Ties take v,
+	// the same value (up to the sign of a zero, which no comparison sees).
+	// One form without branches: the compiler makes it two compares and a
+	// select, the same compares prep's take-over test makes.
+	template <typename M> __device__ static bool takes(M m, M v) {
+		return bc_isnan(v) | (E > 0 ? v >= m : v <= m);
+	}
+	template <typename M> __device__ static M fwd_combine(M m, M v) { return takes(m, v) ? v : m; }
+	// fold is the forward total of a run: two instructions per element
+	// (fmax or fmin, which skip NaN, and an fma that turns s into NaN at
+	// an inf or NaN), and the NaN test per element only where s says there
+	// may be one.
+	template <typename M, int N> __device__ static M fold(const M (&x)[N]) {
+		M m = fwd_identity<M>(), s = M(0);
+#pragma unroll
+		for (int i = 0; i < N; ++i) {
+			m = E > 0 ? scan_fmax(m, x[i]) : scan_fmin(m, x[i]);
+			s = scan_fma(x[i], M(0), s);
+		}
+		if (bc_isnan(s)) {
+			bool nan = false;
+#pragma unroll
+			for (int i = 0; i < N; ++i) nan = nan | bc_isnan(x[i]);
+			if (nan) m = scan_nan<M>();
+		}
+		return m;
+	}
+};
+
+// cummax (E = 1) / cummin (E = -1): dx_k = sum of g_j over the j whose
+// forward index is k, a gather (no atomics): t_k holds when x_k is NaN
+// (each NaN takes over), or when the running extremum before k is not NaN
+// and x_k >= it (<= for cummin: the LAST occurrence wins ties); a running
+// NaN is never replaced by a number.
+template <int E> struct CumExtBw : ExtremumFwd<E> {
+	static constexpr bool needs_x = true, needs_y = false;
+	template <typename M> __device__ static M mul(M a, M v) { return a != M(0) ? v : M(0); }
+	template <typename M> __device__ static M scale(M c, M s) { return c != M(0) ? s : M(0); }
+	template <typename M> __device__ static M grad(M g) { return g; }
+	// The factors are the bit t_k = take(f, x_k): c = t, a = 1 - t. x >= f
+	// is false for a NaN f, so a running NaN is never replaced by a number.
+	// ScanRun keeps the bits (MaskTake) rather than calling prep.
+	template <typename M> __device__ static bool take(M f, M x) { return ExtremumFwd<E>::takes(f, x); }
+	template <bool Narrow_, typename M> __device__ static void prep(M x, M, M, bool, bool, M f, M& a, M& c) {
+		a = take(f, x) ? M(0) : M(1);
+		c = M(1) - a;
+	}
+};
+typedef CumExtBw<1> CummaxBw;
+typedef CumExtBw<-1> CumminBw;
+
+// MaskTake calls Op::take for the mask ops only (the others have none).
+template <typename Op> struct MaskTake {
+	template <typename M> __device__ static bool take(M, M) { return false; }
+};
+template <int E> struct MaskTake<CumExtBw<E> > {
+	template <typename M> __device__ static bool take(M f, M x) { return CumExtBw<E>::take(f, x); }
+};
+// Direct<Op>::on: a run of plain numbers has factors the op reads off its
+// operands, a = x and c = y before (cumprod), and needs no forward state
+// (ScanRun::direct_ok).
+template <typename Op> struct Direct {
+	static constexpr bool on = false;
+};
+template <> struct Direct<CumprodBw> {
+	static constexpr bool on = true;
+};
+
+template <typename T, int E> struct ScanItems<T, CumExtBw<E> > {
+	static constexpr int row = sizeof(T) == 2 ? 32 : 16, col = sizeof(T) == 8 ? 16 : 32;
+};
+// The bf16 cummax/cummin col runs hold 20 and load dy and x together
+// (ScanRun::load): at 32, held at once they spill 306 bytes and run
+// slower than one operand after the other (a round trip each); at 20
+// nothing spills and both go out at once (longer runs are slower).
+template <int E> struct ScanItems<__nv_bfloat16, CumExtBw<E> > {
+	static constexpr int row = 32, col = 20;
+};
+
+// scan_exp is exp, or for a 16-bit dtype (Narrow) the hardware's 2^x of
+// x * log2(e), squared from 2^(x log2(e) / 2): relative error near 2^-20
+// for the arguments that matter (|x| < 104; beyond, the result is 0 or inf
+// either way), far below the 2^-9 (bf16) or 2^-12 (f16) of the rounding
+// to the dtype. The ftz form of ex2 flushes subnormal results, but half
+// the exponent keeps every result of x >= -174 normal, and the square (a
+// plain multiply) rounds into the subnormals as exp does: three
+// instructions, where the non-ftz ex2 tests its argument and scales
+// before and after under a predicate (six, and a predicate register).
+// -DSCAN_PRECISE_EXP (NVCC_EXTRA of scripts/ptx-variant.sh) builds expf
+// instead, to time the two.
+template <bool Fast, typename M> __device__ __forceinline__ M scan_exp(M v) { return bc_exp(v); }
+template <> __device__ __forceinline__ float scan_exp<true, float>(float v) {
+#ifdef SCAN_PRECISE_EXP
+	return bc_exp(v);
+#else
+	float r;
+	asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(v * 0.72134752044448170f));
+	return r * r;
+#endif
+}
+
+// logcumsumexp: dx_k = exp(x_k - y_k) * T_k with T_k = g_k + exp(y_k -
+// y_{k+1}) T_{k+1}, PyTorch's exp(x_k) sum_{j>=k} g_j exp(-y_j) without
+// overflow: every exponent is <= 0 for the nondecreasing y. A leading -inf
+// run (y = -inf) gives NaN, as PyTorch; a NaN in dy contributes nothing, as
+// PyTorch's log-space form (which maps it to the lowest value) does. At
+// the slice's first element a is exp(yp - y) like anywhere else (yp = 0
+// there, any number): V at the first element reaches no dx, and the maps
+// it enters (its run's, warp's and tile's) are composed only into values
+// for elements before it, of which there are none, so no test is needed.
+struct LogcumsumexpBw : NoFwd, StrongZero {
+	static constexpr bool needs_x = true, needs_y = true, strong = true;
+	template <typename M> __device__ static M grad(M g) { return bc_isnan(g) ? M(0) : g; }
+	template <bool Narrow_, typename M> __device__ static void prep(M x, M y, M yp, bool, bool, M, M& a, M& c) {
+		a = scan_exp<Narrow_>(yp - y);
+		c = scan_exp<Narrow_>(x - y);
+	}
+};
+
+// ColFetch: how a chunked col kernel helps its loads along, per op, where
+// that is faster (bf16 on compute_80 and later):
+// - prefetch: each warp first asks L2 for the rows that the same warp of
+//   its unit's next tile will load (scan_col_prefetch), so that DRAM works
+//   ahead of the tiles: cumsum and cumprod;
+// - l2_128: the run's element loads fetch whole 128-byte L2 lines
+//   (scan_ld_l2): cummax, cummin and logcumsumexp, for which it is faster
+//   than the prefetch.
+// No op takes both (both at once are slower than either), and the other
+// dtypes take neither (the prefetch slows the f32 kernels down).
+template <typename T, typename Op> struct ColFetch {
+	static constexpr bool prefetch = false, l2_128 = false;
+};
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+template <> struct ColFetch<__nv_bfloat16, CumsumBw> {
+	static constexpr bool prefetch = true, l2_128 = false;
+};
+template <> struct ColFetch<__nv_bfloat16, CumprodBw> {
+	static constexpr bool prefetch = true, l2_128 = false;
+};
+template <int E> struct ColFetch<__nv_bfloat16, CumExtBw<E> > {
+	static constexpr bool prefetch = false, l2_128 = true;
+};
+template <> struct ColFetch<__nv_bfloat16, LogcumsumexpBw> {
+	static constexpr bool prefetch = false, l2_128 = true;
+};
+#endif

@@ -1,0 +1,132 @@
+#pragma once
+// The row mapping: scan_backward_row.
+#include "scan_fwd.cuh"
+
+// ---- row mapping ---------------------------------------------------------
+
+template <typename T, typename Op>
+__device__ __forceinline__ void scan_backward_row(const T* __restrict__ dy, const T* __restrict__ x,
+		const T* __restrict__ y, T* __restrict__ dx, void* __restrict__ wsp, const ScanLayout& L) {
+	typedef typename OpMath<T>::type M;
+	constexpr int N = ScanItems<T, Op>::row;
+	typedef ScanRun<T, Op, N, false> Run;
+	__shared__ Aff<M> s_aff[SCAN_WARPS];
+	__shared__ M s_fwd[SCAN_WARPS];
+	__shared__ M s_vin;
+	unsigned char* ws = static_cast<unsigned char*>(wsp);
+	if (L.phase == SCAN_FWD_PREFIX) {
+		scan_fwd_prefix<T, Op>(ws, L);
+		return;
+	}
+	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+	const bool rev = L.reverse != 0;
+	const int split = L.split;  // threads per slice: 32..256
+	const int wpg = split >> 5;  // warps per slice
+	const int grp = tid / split, lt = tid % split;
+	const int w0 = grp * wpg, wg = warp - w0;
+	const bool chunked = L.chunks > 1;
+	M* fwdbuf = reinterpret_cast<M*>(ws + L.ws_fwd);
+
+	i64 s, c = 0, q = 0;
+	bool ready = true;
+	if (L.phase == SCAN_FWD_TILES) {
+		if (!Op::fwd) return;
+		q = (i64)blockIdx.x / L.nslices;
+		s = (i64)blockIdx.x - q * L.nslices;
+	} else if (chunked) {
+		i64 t;
+		if (Op::fwd) {
+			// The forward-state passes filled the slots (scan_fill_slots)
+			// and reset the counter: no fill blocks.
+			t = scan_ticket(ws);
+		} else {
+			t = scan_take(ws, L.ws_fill, L.fillers);
+			if (t < 0) return;
+			ready = (t & SCAN_READY) != 0;
+			t &= ~SCAN_READY;
+		}
+		c = t / L.nslices;
+		s = t - c * L.nslices;
+		q = rev ? c : L.chunks - 1 - c;
+	} else {
+		s = (i64)blockIdx.x * (SCAN_THREADS / split) + grp;
+	}
+	const bool has = s < L.nslices;
+	const i64 tile = (i64)split * N;
+	const i64 tk0 = q * tile;
+	const i64 tk1 = tk0 + tile < L.n ? tk0 + tile : L.n;
+	const i64 k0 = tk0 + (i64)lt * N;
+	int cnt = 0;
+	if (has && k0 < tk1) cnt = (int)(tk1 - k0 < N ? tk1 - k0 : N);
+	i64 off[4];
+	scan_slice_offsets(L, has ? s : 0, off);
+	const bool vec = L.vec != 0;
+	Run r;
+
+	if (L.phase == SCAN_FWD_TILES) {
+		// The tile's forward aggregate (one slice per block).
+		if (tid == 0) scan_fill_slots<M>(ws, L, q, s, blockIdx.x == 0);
+		if (!tile_needs_x<Op>(tile_y_end<T, Op>(y, L, off, rev ? tk0 : tk1 - 1))) cnt = 0;
+		r.init(k0, cnt, rev);
+		r.load_x(x, L, off, vec);
+		M f = r.fwd_total();
+#pragma unroll
+		for (int o = 16; o > 0; o >>= 1) f = Op::fwd_combine(f, __shfl_xor_sync(0xffffffffu, f, o));
+		if (lane == 0) s_fwd[warp] = f;
+		__syncthreads();
+		if (tid == 0) {
+			for (int w = 1; w < SCAN_WARPS; ++w) f = Op::fwd_combine(f, s_fwd[w]);
+			fwdbuf[q * L.nslices + s] = f;
+		}
+		return;
+	}
+
+	r.init(k0, cnt, rev);
+	r.load(dy, x, y, L, off, vec);
+	M f = Op::template fwd_identity<M>();
+	const bool fast = r.direct_ok();
+	// The forward state only where a run needs it (a direct op's block
+	// of direct runs skips it; the test is uniform across the block).
+	if (Op::fwd && (!Direct<Op>::on || __syncthreads_or(!fast))) {
+		if (chunked && has) f = __ldcg(&fwdbuf[q * L.nslices + s]);
+		M wt;
+		const M ex = warp_fwd_scan<Op>(r.fwd_total(), lane, rev, wt);
+		if (lane == 0) s_fwd[warp] = wt;
+		__syncthreads();
+		// The warps of the slice before this one in scan order.
+		if (rev) {
+			for (int w = wpg - 1; w > wg; --w) f = Op::fwd_combine(f, s_fwd[w0 + w]);
+		} else {
+			for (int w = 0; w < wg; ++w) f = Op::fwd_combine(f, s_fwd[w0 + w]);
+		}
+		f = Op::fwd_combine(f, ex);
+	}
+	const bool plain = r.setup(fast, f, L);
+	Aff<M> wt;
+	const Aff<M> ex = warp_carry_scan<Op>(r.aggregate(plain), lane, rev, wt);
+	if (lane == 0) s_aff[warp] = wt;
+	__syncthreads();
+	M v = M(0);
+	if (chunked) {
+		if (warp == 0) {
+			// The tile's map: the warps composed, upstream first.
+			Aff<M> tot = aff_identity<M>();
+			for (int i = 0; i < SCAN_WARPS; ++i) tot = compose<Op>(s_aff[rev ? i : SCAN_WARPS - 1 - i], tot);
+			scan_ws_wait(ws, L, ready);
+			const M vin = lookback<Op, M>(ws, L, c, s, s, has && lane == 0, tot);
+			if (lane == 0) s_vin = vin;
+		}
+		__syncthreads();
+		v = s_vin;
+	}
+	// V after this warp: the warps upstream of it applied, farthest first.
+	if (rev) {
+		for (int w = 0; w < wg; ++w) v = apply<Op>(s_aff[w0 + w], v);
+	} else {
+		for (int w = wpg - 1; w > wg; --w) v = apply<Op>(s_aff[w0 + w], v);
+	}
+	r.finish(apply<Op>(ex, v), plain);
+	// The offsets again rather than kept live through the scans (registers).
+	scan_slice_offsets(L, has ? s : 0, off);
+	r.store(dx, L, off, vec);
+}
