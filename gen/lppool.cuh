@@ -36,7 +36,7 @@
 #pragma once
 #include "common.cuh"
 
-// LpPoolLayout is passed by value (mirrored by lpLayout in ops/lppool.go).
+// LpPoolLayout is passed by value (mirrored by lpLayout in ops/lppool_launch.go).
 struct LpPoolLayout {
 	i64 base;                // first tile of this launch
 	i64 total;               // tiles
@@ -57,7 +57,7 @@ struct LpPoolLayout {
 	unsigned sw_magic, sh_magic, tu_magic;  // lp_div32 by sw, sh and tu
 	int pad_;
 };
-static_assert(sizeof(LpPoolLayout) == 312, "LpPoolLayout must match ops/lppool.go");
+static_assert(sizeof(LpPoolLayout) == 312, "LpPoolLayout must match lpLayout in ops/lppool_launch.go");
 
 // lp_div32 is floor(n / d) for 0 <= n < 2^31 and 1 <= d <= 2^30 with one
 // multiply-high: magic = ceil(2^(31+l) / d), shift = l - 1 with
@@ -158,7 +158,7 @@ __device__ __forceinline__ float lp_load(const __nv_bfloat16* p) {
 // LpP1: p == 1. y_w^0 = x^0 = 1, so coef_w = dy_w * (K/c_w) and
 // dx_i = Σ coef_w (y may be negative; y == 0 still selects 0).
 struct LpP1 {
-	static constexpr int rows = 4;  // input rows a thread of lppool_pack takes (ops/lppool.go rowsPer)
+	static constexpr int rows = 4;  // input rows a thread of lppool_pack takes (ops/lppool_launch.go rowsPer)
 	template <typename T, typename M> __device__ static M coef(M g, M f, M, M) { return g * f; }
 	template <typename M> __device__ static M xpow(M, M) { return M(1); }
 };
@@ -232,7 +232,7 @@ __device__ __forceinline__ void lp_prefetch(const void* p) { asm volatile("prefe
 extern __shared__ double lp_smem[];
 
 // LpRow is an input row's record, which the prologue fills once per tile
-// (ops/lppool.go lpRowBytes): its x and dx rows, the window rows [oh_lo,
+// (ops/lppool_launch.go lpRowBytes): its x and dx rows, the window rows [oh_lo,
 // oh_hi] holding it (empty when oh_lo > oh_hi) and rows oh_lo of its y and
 // dy planes; valid is 0 for a row past the input, first 1 for row 0 of a
 // plane.
@@ -243,7 +243,7 @@ struct __align__(16) LpRow {
 	const void* dy;
 	int oh_lo, oh_hi, valid, first;
 };
-static_assert(sizeof(LpRow) == 48, "LpRow must match lpRowBytes in ops/lppool.go");
+static_assert(sizeof(LpRow) == 48, "LpRow must match lpRowBytes in ops/lppool_launch.go");
 
 // LpVec is R opmath values moved as one shared-memory access.
 template <typename M, int R> struct LpVec { M v[R]; };
@@ -423,7 +423,7 @@ __device__ __forceinline__ void lp_phase2_wide(int lo, int hi, int cb, int ce, c
 // column, the coefficients of the window rows holding the row into s;
 // phase 2 sums s over the window columns holding each cell.
 //
-// Shared memory (ops/lppool.go lpSmem): per thread row nw_max + 1 slots
+// Shared memory (ops/lppool_launch.go lpSmem): per thread row nw_max + 1 slots
 // of R opmath values, the last one 0, rounded up to 16 bytes; tr LpRow;
 // unless WIDE the table, a 4-byte entry per cell of the segment.
 template <typename T, typename Op, int V, int R, bool WIDE>

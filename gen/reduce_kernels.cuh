@@ -86,7 +86,7 @@ __device__ __forceinline__ void reduce_one(const T* __restrict__ x, const T* __r
 #define RED_STRIP_VMAX 4
 #define RED_STRIP_HEAD 4096
 // RED_STRIP_CLUSTER: blocks per cluster of the clustered strip kernel
-// (reduce_stripc; redStripCluster in ops/reduce.go).
+// (reduce_stripc; redStripCluster in ops/reduce_geometry.go).
 #define RED_STRIP_CLUSTER 2
 // red_strip is the strip kernel for C == 1 and, for C > 1 (compute
 // capability 9.0, a thread block cluster of C blocks per strip), its
@@ -97,7 +97,7 @@ __device__ __forceinline__ void reduce_one(const T* __restrict__ x, const T* __r
 // combines them in rank order (the same bits in every block). With half
 // the rows per block a strip of 64-byte rows fits in shared memory where a
 // whole one would not (4096 rows), and the wider rows are the faster ones
-// (ops/reduce.go).
+// (ops/reduce_geometry.go).
 template <typename T, typename Op, int C>
 __device__ __forceinline__ void red_strip(const T* __restrict__ x, const T* __restrict__ y,
 		const T* __restrict__ dy, T* __restrict__ dx, const ReduceLayout& L) {

@@ -24,7 +24,7 @@ enum { RED_FUSED = 0, RED_STATS = 1, RED_APPLY = 2, RED_ONE = 3, RED_CLUSTER = 4
 #define RED_CLUSTER_HMAX 32
 enum { RED_PHASE_APPLY = 0, RED_PHASE_TOTAL = 1, RED_PHASE_FLAT = 2 };
 
-// ReduceLayout is passed by value (mirrored by reduceLayout in ops/reduce.go).
+// ReduceLayout is passed by value (mirrored by reduceLayout in ops/reduce_launch.go).
 struct ReduceLayout {
 	i64 k;        // reduced axis length (>= 1)
 	i64 slices;   // S = numel / k
@@ -52,7 +52,7 @@ struct ReduceLayout {
 	unsigned long long fmagic[2]; // bc_div by the packs of one outer index, by fip
 	int fshift[2];
 };
-static_assert(sizeof(ReduceLayout) == 432, "ReduceLayout must match ops/reduce.go");
+static_assert(sizeof(ReduceLayout) == 432, "ReduceLayout must match reduceLayout in ops/reduce_launch.go");
 
 // RedAcc is a slice's statistics: a = sum or product, z = a count. It is
 // also the workspace entry (8 bytes for float opmath, 16 for double).

@@ -15,7 +15,7 @@
 // three blocks per SM, and half the loads, stores and address arithmetic
 // per element. The launcher takes it where every operand allows words:
 // the innermost slice dim of even length and unit stride, every other
-// stride even, 4-byte aligned bases (ops/scan.go, pairLayout). The tiles
+// stride even, 4-byte aligned bases (ops/scan_launch.go, pairLayout). The tiles
 // publish the same per-slice maps and records as the col kernel's, so
 // scan_ext_fix serves both; the forward values move as 8-byte slots of
 // the two slices. SCAN_PAIR_ITEMS is 22: on an H100 the fastest run

@@ -18,7 +18,7 @@
 // word); the 16 row segments of a stage combine through shared memory. x
 // and dy are read once and dx written once, which makes it faster than
 // the colpair kernel where it applies. The launcher takes it where the
-// strips fill one wave of the GPU (ops/scan.go, stripFills), the axis fits
+// strips fill one wave of the GPU (ops/scan_launch.go, stripFills), the axis fits
 // the bit words in shared memory, and every operand has unit stride along
 // the innermost slice dim with 16-byte aligned rows (stripLayout).
 #define SCAN_STRIP_W 32

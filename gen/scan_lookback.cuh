@@ -170,7 +170,7 @@ template <typename Op> struct FwdFold {
 // tile's map is its sum u alone, and u and the value after the tile share
 // one 8-byte slot: (u, SCAN_NONE) once the tile has its map, (u, incl)
 // once it has both. The walk back reads each tile once, the workspace has
-// no incl part (ops/scan.go), and the fill before a launch is 8 bytes per
+// no incl part (ops/scan_geometry.go), and the fill before a launch is 8 bytes per
 // tile and slice instead of 12. The folds are the slot chain's (fold(agg,
 // v) = u + v), in the same order, so the values are the same bits.
 template <typename Op> struct PackedChain {

@@ -9,12 +9,12 @@
 #define SCAN_WARPS 8
 #define SCAN_SRANK (BC_MAX_RANK - 1)
 // SCAN_COUNTER: the workspace's first bytes, the ticket counter and room to
-// keep what follows 16-byte aligned (ops/scan.go's scanCounter).
+// keep what follows 16-byte aligned (ops/scan_geometry.go's scanCounter).
 #define SCAN_COUNTER 16
 
 enum { SCAN_MAIN = 0, SCAN_FWD_TILES = 1, SCAN_FWD_PREFIX = 2, SCAN_EXT_FIX = 4 };
 
-// ScanLayout is passed by value (mirrored by scanLayout in ops/scan.go).
+// ScanLayout is passed by value (mirrored by scanLayout in ops/scan_launch.go).
 struct ScanLayout {
 	i64 n;        // elements along the scan axis (>= 1)
 	i64 nslices;  // slices: the product of the other dims
@@ -49,7 +49,7 @@ struct ScanLayout {
 	int fillers;
 	int pad_;
 };
-static_assert(sizeof(ScanLayout) == 536, "ScanLayout must match ops/scan.go");
+static_assert(sizeof(ScanLayout) == 536, "ScanLayout must match scanLayout in ops/scan_launch.go");
 
 // FixRec is a tile's take-over record (ext order): dx at its last take-over
 // k* without the carry, and k* as an offset in the tile.
@@ -62,7 +62,7 @@ template <typename M> struct __align__(2 * sizeof(M)) FixRec {
 // more where the registers allow it (cumsum, and cummax/cummin whose
 // factors are bits): more bytes in flight per thread and fewer tiles. The
 // choice keeps every kernel clear of register spills under ptxas's
-// occupancy heuristics (go run ./gen -verify checks it); ops/scan.go's
+// occupancy heuristics (go run ./gen -verify checks it); ops/scan_geometry.go's
 // scanItems mirrors it.
 template <typename T, typename Op> struct ScanItems {
 	static constexpr int row = sizeof(T) == 8 ? 8 : 16, col = row;

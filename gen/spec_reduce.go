@@ -17,14 +17,14 @@ package main
 // block clusters, which combine their partials through distributed shared
 // memory. A variant is instantiated only for the ops it serves (the lists
 // below). Layout is ReduceLayout in reduce_ops.cuh (mirrored by reduceLayout
-// in ops/reduce.go).
+// in ops/reduce_launch.go).
 // redCluster is the cluster variant's blocks per cluster
-// (RED_CLUSTER_BLOCKS in reduce_ops.cuh, redCluster in ops/reduce.go): 2, which
+// (RED_CLUSTER_BLOCKS in reduce_ops.cuh, redCluster in ops/reduce_geometry.go): 2, which
 // measured faster than 4 and 8 on an H100.
 const redCluster = 2
 
 // redStripCluster is the "stripc" variant's blocks per cluster
-// (RED_STRIP_CLUSTER in reduce_kernels.cuh, redStripCluster in ops/reduce.go):
+// (RED_STRIP_CLUSTER in reduce_kernels.cuh, redStripCluster in ops/reduce_geometry.go):
 // "stripc" is "strip" with each strip's rows cut between the blocks of
 // one thread block cluster (compute capability 9.0 and up, its own
 // build), which combine their partial statistics through distributed

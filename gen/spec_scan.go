@@ -9,7 +9,7 @@ import "github.com/baracuda-go/baracuda/dtype"
 // the passes of long axes (L.phase): the row kernels' two forward-state
 // passes, the col kernels' ext fix pass for f64 (float dtypes run it in
 // the main launch). Layout is
-// ScanLayout in scan_ops.cuh (mirrored by scanLayout in ops/scan.go).
+// ScanLayout in scan_ops.cuh (mirrored by scanLayout in ops/scan_launch.go).
 var scanFamily = Family{
 	Name:   "scan",
 	Prefix: "scan_bw",
@@ -36,7 +36,7 @@ var scanFamily = Family{
 		{Name: "col", Template: "scan_backward_col"},
 		// colpair: the col mapping's cummax and cummin with two adjacent
 		// slices a lane (32-bit words of two bf16), where the operands
-		// allow words (ops/scan.go, pairLayout); compute_80 and up (its
+		// allow words (ops/scan_launch.go, pairLayout); compute_80 and up (its
 		// bf16x2 instructions).
 		{Name: "colpair", Template: "scan_backward_colpair", MinMajor: 8, Ops: []string{"cummax", "cummin"},
 			DTypes: []dtype.DType{dtype.BF16}},
@@ -44,7 +44,7 @@ var scanFamily = Family{
 		// one block of 512 threads per strip of 32 slices over the whole
 		// axis (no look-back, no workspace), where the strips fill one
 		// wave of the GPU and the operands allow 16-byte rows
-		// (ops/scan.go, stripLayout, stripFills); compute_80 and up
+		// (ops/scan_launch.go, stripLayout, stripFills); compute_80 and up
 		// (cp.async): bf16 in the _sm80 build, f16 in _sm80h.
 		{Name: "colstrip", Template: "scan_backward_colstrip", MinMajor: 8, Ops: []string{"cummax", "cummin"},
 			DTypes: []dtype.DType{dtype.F16, dtype.BF16}, Block: 512},

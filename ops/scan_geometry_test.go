@@ -203,7 +203,7 @@ func TestScanConstantsAgree(t *testing.T) {
 		if !ok {
 			t.Errorf("gen/scan.cuh: no #define %s", name)
 		} else if got != want {
-			t.Errorf("gen/scan.cuh: %s is %d, ops/scan.go assumes %d", name, got, want)
+			t.Errorf("gen/scan.cuh and its headers: %s is %d, ops/scan_geometry.go assumes %d", name, got, want)
 		}
 	}
 	for spec, ops := range map[string][]ScanOp{"CumprodBw": {ScanCumprod}, "CumExtBw<E> ": {ScanCummax, ScanCummin}} {
