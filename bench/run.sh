@@ -7,21 +7,12 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${OUT_DIR:-$here}
-if [ "${1:-}" = "--sweep" ]; then
-  filter=${2:-}
-  "$here/baracuda" bench -sweep -json -filter "$filter" > "$out/sweep-ours.jsonl"
-  python3 "$here/torch_ref.py" --sweep "$filter" > "$out/sweep-torch.jsonl"
-  python3 "$here/compare.py" "$out/sweep-ours.jsonl" "$out/sweep-torch.jsonl"
-  exit 0
-fi
-if [ "${1:-}" = "--shapes" ]; then
-  filter=${2:-}
-  "$here/baracuda" bench -shapes -json -filter "$filter" > "$out/shapes-ours.jsonl"
-  python3 "$here/torch_ref.py" --shapes "$filter" > "$out/shapes-torch.jsonl"
-  python3 "$here/compare.py" "$out/shapes-ours.jsonl" "$out/shapes-torch.jsonl"
-  exit 0
-fi
+mode=""
+case "${1:-}" in
+--sweep | --shapes) mode=$1; shift ;;
+esac
+prefix=${mode:+${mode#--}-}
 filter=${1:-}
-"$here/baracuda" bench --json --filter "$filter" > "$out/ours.jsonl"
-python3 "$here/torch_ref.py" "$filter" > "$out/torch.jsonl"
-python3 "$here/compare.py" "$out/ours.jsonl" "$out/torch.jsonl"
+"$here/baracuda" bench $mode -json -filter "$filter" > "$out/${prefix}ours.jsonl"
+python3 "$here/torch_ref.py" $mode "$filter" > "$out/${prefix}torch.jsonl"
+python3 "$here/compare.py" "$out/${prefix}ours.jsonl" "$out/${prefix}torch.jsonl"
