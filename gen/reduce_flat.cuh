@@ -14,9 +14,8 @@
 //   - at a 16-byte boundary, for the ops with Op::mend_mask (max/min), the
 //     mend mask: one bit per element of x, the flagged ones, N 32-bit words
 //     per 32 packs (red_flat_bits_store).
-// RED_FLAT_LOCAL: up to this many slices the flat kernel's blocks count in
-// shared memory (red_flat_provisional).
-#define RED_FLAT_LOCAL 64
+// RED_FLAT_LOCAL (gen/zconsts.cuh): up to this many slices the flat
+// kernel's blocks count in shared memory (red_flat_provisional).
 
 __device__ __forceinline__ i64 red_flat_counts_size(i64 S) { return (4 * (S + 1) + 15) & ~(i64)15; }
 

@@ -3,8 +3,10 @@
 // statistics (RedAcc) and per-slice context (RedCtx), each op's formulas
 // (RedSum ... RedStd), and the fast quotient for a pack (red_quot, red_elems).
 #include "common.cuh"
+// RED_BLOCK, RED_CLUSTER_BLOCKS, RED_STRIP_CLUSTER, RED_FLAT_LOCAL: the
+// constants shared with the Go launchers, from the spec (gen/spec_consts.go).
+#include "zconsts.cuh"
 
-#define RED_BLOCK 256
 #define RED_SRANK (BC_MAX_RANK - 1)
 // RED_FIX_BATCH: rows per lane whose loads red_total's rewrite issues together.
 #define RED_FIX_BATCH 4
@@ -15,10 +17,9 @@ template <typename T> struct RedCache { static constexpr int packs = sizeof(T) =
 
 enum { RED_ROW = 0, RED_COL = 1 };
 enum { RED_FUSED = 0, RED_STATS = 1, RED_APPLY = 2, RED_ONE = 3, RED_CLUSTER = 4 };
-// RED_CLUSTER_BLOCKS: blocks per thread block cluster of the cluster
-// kernel, which cuts each split slice into that many chunks (redCluster in
-// the spec).
-#define RED_CLUSTER_BLOCKS 2
+// RED_CLUSTER_BLOCKS (gen/zconsts.cuh): blocks per thread block cluster of
+// the cluster kernel, which cuts each split slice into that many chunks
+// (redCluster in ops/zconsts.go).
 // RED_CLUSTER_HMAX: the cluster kernel's most threads along k per block
 // (the other col kernels take at most 8; the launcher gives it 32).
 #define RED_CLUSTER_HMAX 32

@@ -22,10 +22,8 @@
 // length that fits three blocks per SM without spilling (24 spills 40
 // bytes; 32 fits two blocks per SM, at 123 registers). Prefetching the
 // unit's next tile into L2, or taking the run's own take-overs before the
-// look-back's barrier, makes it slower.
-#ifndef SCAN_PAIR_ITEMS
-#define SCAN_PAIR_ITEMS 22
-#endif
+// look-back's barrier, makes it slower. SCAN_PAIR_ITEMS is defined in
+// gen/zconsts.cuh (from gen/spec_consts.go; scanPairItems in ops/zconsts.go).
 
 template <typename Op> struct ExtSign {
 	static constexpr int value = 0;

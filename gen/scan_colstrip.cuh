@@ -21,11 +21,10 @@
 // strips fill one wave of the GPU (ops/scan_launch.go, stripFills), the axis fits
 // the bit words in shared memory, and every operand has unit stride along
 // the innermost slice dim with 16-byte aligned rows (stripLayout).
-#define SCAN_STRIP_W 32
-#define SCAN_STRIP_THREADS 512
+// SCAN_STRIP_W, SCAN_STRIP_THREADS and SCAN_STRIP_DEPTH are defined in
+// gen/zconsts.cuh (from gen/spec_consts.go).
 #define SCAN_STRIP_SEGS (SCAN_STRIP_THREADS / SCAN_STRIP_W)
 #define SCAN_STRIP_ROWS (32 * SCAN_STRIP_SEGS)
-#define SCAN_STRIP_DEPTH 3
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 // strip_cp copies 16 bytes to shared memory, or writes 16 zero bytes where

@@ -4,13 +4,13 @@
 // (CumsumBw, CumprodBw, CumExtBw, LogcumsumexpBw) with its run lengths
 // (ScanItems) and load helpers (ColFetch). The recurrence is in scan.cuh's overview.
 #include "common.cuh"
+// SCAN_THREADS, SCAN_WARPS, SCAN_COUNTER (the workspace's first bytes, the
+// ticket counter and room to keep what follows 16-byte aligned),
+// SCAN_PAIR_ITEMS, SCAN_STRIP_W, SCAN_STRIP_THREADS, SCAN_STRIP_DEPTH: the
+// constants shared with the Go launchers, from the spec (gen/spec_consts.go).
+#include "zconsts.cuh"
 
-#define SCAN_THREADS 256
-#define SCAN_WARPS 8
 #define SCAN_SRANK (BC_MAX_RANK - 1)
-// SCAN_COUNTER: the workspace's first bytes, the ticket counter and room to
-// keep what follows 16-byte aligned (ops/scan_geometry.go's scanCounter).
-#define SCAN_COUNTER 16
 
 enum { SCAN_MAIN = 0, SCAN_FWD_TILES = 1, SCAN_FWD_PREFIX = 2, SCAN_EXT_FIX = 4 };
 

@@ -9,7 +9,8 @@ import (
 // The spec table: every kernel the library ships is one (family, op, dtype,
 // variant) row below. The generator turns it into the extern "C"
 // instantiations compiled by nvcc (gen/z<family>.cu), the Go support table
-// (ops/zkernels.go) and README's support matrix. Adding an op is one Op row
+// (ops/zkernels.go) and README's support matrix; the constants CUDA and Go
+// share (spec_consts.go) become gen/zconsts.cuh and ops/zconsts.go. Adding an op is one Op row
 // plus its device functor in the family's .cuh and its reference in
 // internal/ref.
 

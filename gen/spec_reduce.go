@@ -19,18 +19,17 @@ package main
 // below). Layout is ReduceLayout in reduce_ops.cuh (mirrored by reduceLayout
 // in ops/reduce_launch.go).
 // redCluster is the cluster variant's blocks per cluster
-// (RED_CLUSTER_BLOCKS in reduce_ops.cuh, redCluster in ops/reduce_geometry.go): 2, which
+// (also RED_CLUSTER_BLOCKS and ops' redCluster, through gen/spec_consts.go): 2, which
 // measured faster than 4 and 8 on an H100.
 const redCluster = 2
 
 // redStripCluster is the "stripc" variant's blocks per cluster
-// (RED_STRIP_CLUSTER in reduce_kernels.cuh, redStripCluster in ops/reduce_geometry.go):
+// (also RED_STRIP_CLUSTER and ops' redStripCluster, through gen/spec_consts.go):
 // "stripc" is "strip" with each strip's rows cut between the blocks of
 // one thread block cluster (compute capability 9.0 and up, its own
 // build), which combine their partial statistics through distributed
 // shared memory. ops' TestReduceClusterSizesAgree checks that the PTX's
-// cluster sizes (from these constants), reduce.cuh's and the launcher's
-// agree.
+// cluster sizes (from these constants) and the launcher's agree.
 const redStripCluster = 2
 
 // The ops each variant is instantiated for; a variant's template is empty

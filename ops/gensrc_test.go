@@ -5,7 +5,6 @@ import (
 	"io/fs"
 	"os"
 	"regexp"
-	"strconv"
 	"testing"
 )
 
@@ -41,13 +40,3 @@ func genSource(t *testing.T, name string) []byte {
 
 // quotedInclude matches a header of gen/ included by a CUDA source.
 var quotedInclude = regexp.MustCompile(`(?m)^#include "([^"]+)"`)
-
-// cuhDefine returns the value of an integer #define in a CUDA source.
-func cuhDefine(src []byte, name string) (int, bool) {
-	m := regexp.MustCompile(`(?m)^#define ` + name + ` (\d+)$`).FindSubmatch(src)
-	if m == nil {
-		return 0, false
-	}
-	v, err := strconv.Atoi(string(m[1]))
-	return v, err == nil
-}

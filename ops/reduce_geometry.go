@@ -30,8 +30,8 @@ type reduceFlat struct {
 // least 2; else 1, by what x and dx allow), by H threads along the axis. The
 // chunking depends on the shape and dtype only, so the workspace size is
 // known at plan time and results are the same bits on every GPU.
+// redBlock is generated (ops/zconsts.go).
 const (
-	redBlock = 256
 	// redCachePacks is RedCache in reduce_ops.cuh: 16-byte packs of x per row
 	// thread kept in registers (2 for f64), so a row of up to G*4 packs is
 	// read once.
@@ -84,9 +84,9 @@ func flatSlots(op ReduceOp) int64 {
 	return 0
 }
 
-// redFlatLocal mirrors RED_FLAT_LOCAL in gen/reduce_flat.cuh: up to this many
-// slices the flat kernel's blocks count in shared memory.
-const redFlatLocal = 64
+// redFlatLocal (RED_FLAT_LOCAL, generated into ops/zconsts.go and
+// gen/zconsts.cuh from gen/spec_consts.go): up to this many slices the flat
+// kernel's blocks count in shared memory.
 
 // flatCountsSize is the flat path's counts: a 4-byte count per slice, then
 // the wide flag, padded to 16 bytes (red_flat_counts_size).
@@ -163,10 +163,10 @@ const (
 	redStripSmem = 227 << 10 // a block's most shared memory on an H100
 )
 
-// redStripCluster is the clustered strip kernel's blocks per cluster
-// (RED_STRIP_CLUSTER in reduce_kernels.cuh; TestReduceClusterSizesAgree checks it,
-// and redCluster, against gen/reduce.cuh and the embedded PTX).
-const redStripCluster = 2
+// redStripCluster (ops/zconsts.go, RED_STRIP_CLUSTER in gen/zconsts.cuh, both
+// generated from gen/spec_consts.go) is the clustered strip kernel's blocks
+// per cluster; TestReduceClusterSizesAgree checks it, and redCluster,
+// against the embedded PTX.
 
 // stripOp reports whether Run takes the strip kernel by default for op
 // (see above).
@@ -243,10 +243,8 @@ func stripGeometry(shape []int, axis int, size int, c int64) reduceStrip {
 // chunks than the two passes' (up to 64) the sums of prod round in
 // another order, so its bits differ from a GPU without clusters (each
 // GPU stays bit-stable run to run).
-const (
-	redCluster  = 2
-	redClusterH = 32
-)
+// redCluster is generated (ops/zconsts.go, RED_CLUSTER_BLOCKS).
+const redClusterH = 32
 
 // clusterOp reports whether Run may take the cluster kernel for op and dt
 // (see above).

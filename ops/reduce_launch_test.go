@@ -225,15 +225,3 @@ func colMajor(shape []int) []int {
 	}
 	return st
 }
-
-// TestReduceFlatLocalAgrees: the launcher caps the flat kernel's grid for
-// as many slices as the kernel counts in shared memory.
-func TestReduceFlatLocalAgrees(t *testing.T) {
-	got, ok := cuhDefine(genSource(t, "reduce.cuh"), "RED_FLAT_LOCAL")
-	if !ok {
-		t.Fatal("gen/reduce.cuh does not define RED_FLAT_LOCAL")
-	}
-	if got != redFlatLocal {
-		t.Errorf("gen/reduce.cuh: RED_FLAT_LOCAL is %d, the launcher assumes %d", got, redFlatLocal)
-	}
-}

@@ -32,12 +32,11 @@ const scanStripEnv = "BARACUDA_SCAN_STRIP"
 // scanStripBlock threads, each a strip of scanStripW slices over the whole
 // axis in stages of scanStripRows rows, a ring of scanStripDepth stages and
 // a bit per element in shared memory. Its elements are 2 bytes (f16, bf16).
+// scanStripBlock, scanStripW and scanStripDepth are generated
+// (ops/zconsts.go).
 const (
-	scanStripBlock = 512
-	scanStripW     = 32
-	scanStripSegs  = scanStripBlock / scanStripW
-	scanStripRows  = 32 * scanStripSegs
-	scanStripDepth = 3
+	scanStripSegs = scanStripBlock / scanStripW
+	scanStripRows = 32 * scanStripSegs
 	// scanStripSmemCap is the most shared memory the kernel asks for (a
 	// block's most on an H100), which bounds the axis (32256 elements).
 	scanStripSmemCap = 227 << 10
@@ -146,15 +145,10 @@ func scanItems(op ScanOp, dt dtype.DType) (row, col int64) {
 	return 16, 16
 }
 
-const (
-	scanBlock = 256
-	scanWarps = scanBlock / 32
-)
-
-// scanCounter is the workspace's first bytes: the ticket counter (and
+// scanBlock and scanWarps are generated (ops/zconsts.go). scanCounter
+// (ops/zconsts.go) is the workspace's first bytes: the ticket counter (and
 // room to keep what follows 16-byte aligned), which Run sets to all ones
 // when no forward-state pass does (gen/scan_lookback.cuh, scan_take).
-const scanCounter = 16
 
 func scanCeil(a, b int64) int64 { return (a + b - 1) / b }
 
@@ -214,9 +208,9 @@ func newScanGeom(op ScanOp, dt dtype.DType, shape []int, axis int, elems int64) 
 	return g
 }
 
-// scanPairItems mirrors SCAN_PAIR_ITEMS in gen/scan_colpair.cuh: elements per
-// slice per thread per tile in the colpair kernel.
-const scanPairItems = 22
+// scanPairItems (ops/zconsts.go, SCAN_PAIR_ITEMS in gen/zconsts.cuh, both
+// generated from gen/spec_consts.go): elements per slice per thread per
+// tile in the colpair kernel.
 
 // newScanPairGeom is the colpair kernel's geometry (gen/scan_colpair.cuh,
 // scan_backward_colpair): the col mapping's ext order with two slices a

@@ -190,22 +190,13 @@ func TestScanDivMagic(t *testing.T) {
 	}
 }
 
-// TestScanConstantsAgree ties the launcher's constants to the #defines
-// and the bf16 run lengths of cumprod, cummax and cummin in gen/scan.cuh:
-// a fix pass grid computed for another SCAN_WARPS would leave slices
-// without a warp (or run warps past the end), and a col run length that
+// TestScanConstantsAgree ties the launcher's bf16 run lengths of cumprod,
+// cummax and cummin to gen/scan.cuh's ScanItems: a col run length that
 // differs from the kernel's would cut tiles the kernel does not expect.
+// (The #defines the launcher shares, SCAN_WARPS and the others, are
+// generated with their Go consts from gen/spec_consts.go.)
 func TestScanConstantsAgree(t *testing.T) {
 	cuh := genSource(t, "scan.cuh")
-	for name, want := range map[string]int{"SCAN_THREADS": scanBlock, "SCAN_WARPS": scanWarps, "SCAN_PAIR_ITEMS": scanPairItems,
-		"SCAN_STRIP_W": scanStripW, "SCAN_STRIP_THREADS": scanStripBlock, "SCAN_STRIP_DEPTH": scanStripDepth} {
-		got, ok := cuhDefine(cuh, name)
-		if !ok {
-			t.Errorf("gen/scan.cuh: no #define %s", name)
-		} else if got != want {
-			t.Errorf("gen/scan.cuh and its headers: %s is %d, ops/scan_geometry.go assumes %d", name, got, want)
-		}
-	}
 	for spec, ops := range map[string][]ScanOp{"CumprodBw": {ScanCumprod}, "CumExtBw<E> ": {ScanCummax, ScanCummin}} {
 		m := regexp.MustCompile(`struct ScanItems<__nv_bfloat16, ` + regexp.QuoteMeta(spec) + `> \{\s*static constexpr int row = (\d+), col = (\d+);`).FindSubmatch(cuh)
 		if m == nil {
