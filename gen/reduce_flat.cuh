@@ -29,6 +29,13 @@ __device__ __forceinline__ unsigned* red_flat_bits(void* ws, i64 S) {
 	return reinterpret_cast<unsigned*>(static_cast<unsigned char*>(ws) + off);
 }
 
+// red_flat_kq is the first of the N adjacent slices that pack q (of outer
+// index o) holds where fip > 0: each element of the pack is its own slice.
+template <int N>
+__device__ __forceinline__ i64 red_flat_kq(i64 q, i64 o, const ReduceLayout& L) {
+	return (o * L.fip + q - bc_div(q, L.fmagic[1], L.fshift[1]) * L.fip) * N;
+}
+
 // red_flag tells whether x is such an element.
 template <typename Op, typename M> __device__ __forceinline__ bool red_flag(M x, M y) {
 	RedAcc<M> t = Op::template init<M>();
@@ -202,7 +209,7 @@ __device__ __forceinline__ void red_flat_fix(const T* __restrict__ x, const T* _
 		} else {
 			// Each element is its own slice kq + e; only those of wide
 			// slices are written.
-			const i64 kq = (o * L.fip + q - bc_div(q, L.fmagic[1], L.fshift[1]) * L.fip) * N;
+			const i64 kq = red_flat_kq<N>(q, o, L);
 #pragma unroll
 			for (int e = 0; e < N; ++e) {
 				RedAcc<M> acc = Op::template assumed<M>();
@@ -238,8 +245,8 @@ __device__ __forceinline__ void red_flat_fix(const T* __restrict__ x, const T* _
 // atomics. It is empty for var and std, which need the mean first.
 // red_flat_count_pack (all 32 lanes, converged) counts the flagged
 // elements m of lane's pack q (any q where m == 0) into the block's counts
-// in shared memory (local: few slices) or the workspace's. A call: the
-// common pass, with nothing flagged, keeps none of its registers.
+// in shared memory (local: few slices) or the workspace's. The flat
+// kernel calls it only where a lane of the warp flagged an element.
 template <typename T, typename Op>
 __device__ __forceinline__ void red_flat_count_pack(void* ws, int* bcnt, i64* bslot, bool local, const ReduceLayout& L,
 		i64 q, unsigned m) {
@@ -254,7 +261,7 @@ __device__ __forceinline__ void red_flat_count_pack(void* ws, int* bcnt, i64* bs
 		return;
 	}
 	// Each element is its own slice kq + e.
-	const i64 kq = (o * L.fip + q - bc_div(q, L.fmagic[1], L.fshift[1]) * L.fip) * N;
+	const i64 kq = red_flat_kq<N>(q, o, L);
 #pragma unroll
 	for (int e = 0; e < N; ++e) red_flat_count<Op, true>(cnt, slots, wide, kq + e, (m >> e) & 1u, q * N + e);
 }
@@ -304,7 +311,7 @@ __device__ __forceinline__ void red_flat_provisional(const T* __restrict__ x, co
 					m |= red_flag<Op>(xe, yv) ? 1u << e : 0u;
 				}
 			} else {
-				const i64 kq = (o * L.fip + q - bc_div(q, L.fmagic[1], L.fshift[1]) * L.fip) * N;
+				const i64 kq = red_flat_kq<N>(q, o, L);
 				const Pack<T> gv = load_pack(dy + kq), yp = load_pack(y + kq);
 				bool bad = false;
 #pragma unroll
@@ -367,7 +374,7 @@ __device__ __forceinline__ void reduce_flat(const T* __restrict__ x, const T* __
 #pragma unroll
 			for (int e = 0; e < N; ++e) out.v[e] = from_op<T>(Op::elem(c, Op::needs_x ? to_op(xv.v[e]) : M(0)));
 		} else {
-			const i64 kq = (o * L.fip + q - bc_div(q, L.fmagic[1], L.fshift[1]) * L.fip) * N;
+			const i64 kq = red_flat_kq<N>(q, o, L);
 			const Pack<T> gv = load_pack(dy + kq);
 			Pack<T> yp;
 			if (Op::needs_y) yp = load_pack(y + kq);
