@@ -4,18 +4,55 @@
 // in the main launch (scan_fwd_unit, scan_fwd_wait).
 #include "scan_lookback.cuh"
 
-// scan_fwd_prefix (phase 2, row mapping): one thread per slice turns the
-// forward aggregates of its tiles into exclusive prefixes in scan order,
-// loading eight at a time. (A warp form of phase 2 in the same kernel
-// would give the cumprod row kernels more registers and slow them down.)
+// scan_fwd_prefix_wide: block s turns slice s's tile aggregates into
+// exclusive prefixes. Thread t takes a contiguous range of tiles in scan
+// order: it combines its range, the block scans the threads' totals, and
+// the thread rewrites its range with the prefixes. The order of the
+// combines is fixed by the tile count alone, so the result is the same on
+// every run.
+template <typename Op, typename M>
+__device__ __forceinline__ void scan_fwd_prefix_wide(M* __restrict__ fwdbuf, const ScanLayout& L, i64 s, bool rev) {
+	__shared__ M s_tot[SCAN_WARPS];
+	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+	const i64 per = (L.chunks + SCAN_THREADS - 1) / SCAN_THREADS;
+	const i64 i0 = (i64)tid * per;
+	const i64 i1 = i0 + per < L.chunks ? i0 + per : L.chunks;
+	M f = Op::template fwd_identity<M>();
+	for (i64 i = i0; i < i1; ++i) f = Op::fwd_combine(f, fwdbuf[(rev ? L.chunks - 1 - i : i) * L.nslices + s]);
+	M wt;
+	M p = warp_fwd_scan<Op>(f, lane, false, wt);
+	if (lane == 0) s_tot[warp] = wt;
+	__syncthreads();
+	M b = Op::template fwd_identity<M>();
+	for (int w = 0; w < warp; ++w) b = Op::fwd_combine(b, s_tot[w]);
+	p = Op::fwd_combine(b, p);
+	for (i64 i = i0; i < i1; ++i) {
+		M* at = &fwdbuf[(rev ? L.chunks - 1 - i : i) * L.nslices + s];
+		const M e = *at;
+		*at = p;
+		p = Op::fwd_combine(p, e);
+	}
+}
+
+// scan_fwd_prefix (phase 2, row mapping) turns the forward aggregates of
+// each slice's tiles into exclusive prefixes in scan order. Below
+// SCAN_PREFIX_WIDE tiles a slice one thread serves a slice, loading eight
+// at a time; from there on one block serves a slice (scan_fwd_prefix_wide),
+// since one thread walking thousands of tiles leaves the GPU idle for the
+// whole walk. (A warp form of the narrow case in the same kernel gives
+// the cumprod row kernels more registers and slows them down.)
 template <typename T, typename Op>
 __device__ __forceinline__ void scan_fwd_prefix(unsigned char* __restrict__ ws, const ScanLayout& L) {
 	typedef typename OpMath<T>::type M;
 	if (!Op::fwd) return;
 	M* fwdbuf = reinterpret_cast<M*>(ws + L.ws_fwd);
+	const bool rev = L.reverse != 0;
+	if (L.chunks >= SCAN_PREFIX_WIDE) {
+		scan_fwd_prefix_wide<Op, M>(fwdbuf, L, blockIdx.x, rev);
+		return;
+	}
 	const i64 s = (i64)blockIdx.x * SCAN_THREADS + threadIdx.x;
 	if (s >= L.nslices) return;
-	const bool rev = L.reverse != 0;
 	M f = Op::template fwd_identity<M>();
 	for (i64 i0 = 0; i0 < L.chunks; i0 += 8) {
 		M e[8];

@@ -150,11 +150,115 @@ template <> struct ScanChain<false> {
 	}
 };
 
-// chain_lookback runs in warp 0 of a chunked tile: every lane calls it.
-template <typename A, typename M, typename F>
+// window_chain is the float look-back for groups of G lanes that serve
+// one slice each (G = 32: the whole warp serves one slice, as in the row
+// mapping, where a slice's tiles follow one another through one chain).
+// Lane j of a group reads tile top - j, so a step of the walk back covers
+// G tiles at the cost of one load: the walk moves over G tiles a memory
+// latency where one lane moves over one. Src reads and writes the tiles'
+// slots (SlotSrc, PackedSrc). The walk stops at the nearest tile with its
+// value after it (incl) with every tile in between holding its map (agg),
+// then the group folds those maps onto that incl one by one in ascending
+// order, as ScanChain<true> does: the same operations on the same values,
+// whichever tile the walk stops at. Not inlined: inlined, its registers
+// add to the whole kernel's (the row kernels of cummax and cummin run at
+// lower occupancy).
+template <typename A> __device__ __forceinline__ A shfl_slot(A v, int src);
+template <> __device__ __forceinline__ float shfl_slot(float v, int src) { return __shfl_sync(0xffffffffu, v, src); }
+template <> __device__ __forceinline__ Aff<float> shfl_slot(Aff<float> v, int src) {
+	return Aff<float>{__shfl_sync(0xffffffffu, v.a, src), __shfl_sync(0xffffffffu, v.u, src)};
+}
+
+template <int G, typename Src, typename A, typename M, typename F>
+__device__ __noinline__ M window_chain(const Src src, i64 c, i64 chunks, bool has, A tot, M v0, F fold) {
+	const int lane = threadIdx.x & 31, j = lane & (G - 1), g0 = lane - j;
+	const unsigned gbits = G == 32 ? 0xffffffffu : ((1u << G) - 1u) << g0;
+	const bool last = c + 1 == chunks;  // nobody reads the last tile
+	if (has && j == 0 && c > 0 && !last) src.put_agg(c, tot);
+	i64 top = c - 1, d0 = -1;
+	M v = v0;
+	bool walking = has && c > 0;
+	while (__any_sync(0xffffffffu, walking)) {
+		const i64 d = top - j;
+		int st = 2;  // before the first tile: the start, v0
+		M lv = v0;
+		if (walking && d >= 0) st = src.probe(d, lv);
+		const unsigned two = __ballot_sync(0xffffffffu, walking && st == 2) & gbits;
+		const unsigned none = __ballot_sync(0xffffffffu, walking && st == 0) & gbits;
+		const int at = two ? __ffs(two) - 1 : lane;  // the group's nearest tile with its incl
+		const M iv = __shfl_sync(0xffffffffu, lv, at);
+		// A tile nearer than that one without its map yet: wait for it.
+		const bool wait = (none & (two ? (two & (0u - two)) - 1u : 0xffffffffu)) != 0u;
+		if (walking && !wait) {
+			if (two) {
+				d0 = top - (at - g0);
+				v = iv;
+				walking = false;
+			} else {
+				top -= G;
+			}
+		} else if (walking) {
+			__nanosleep(32);
+		}
+	}
+	i64 e0 = d0 + 1;
+	bool folding = has && e0 < c;
+	while (__any_sync(0xffffffffu, folding)) {
+		A av = A();
+		if (folding && e0 + j < c) av = src.agg(e0 + j);
+#pragma unroll
+		for (int t = 0; t < G; ++t) {
+			const A a = shfl_slot(av, g0 + t);
+			if (folding && e0 + t < c) v = fold(a, v);
+		}
+		e0 += G;
+		folding = folding && e0 < c;
+	}
+	if (has && j == 0 && !last) src.put_incl(c, tot, fold(tot, v));
+	return v;
+}
+
+// SlotSrc: ScanChain<true>'s slots for window_chain (maps in aggs,
+// values in incls).
+template <typename A, typename M> struct SlotSrc {
+	A* aggs;
+	M* incls;
+	i64 ns;
+	__device__ int probe(i64 d, M& iv) const {
+		if (slot_ld(incls + d * ns, iv)) return 2;
+		A av;
+		return d > 0 && slot_ld(aggs + d * ns, av) ? 1 : 0;  // tile 0 publishes incl alone
+	}
+	__device__ A agg(i64 d) const {
+		A av;
+		slot_ld(aggs + d * ns, av);
+		return av;
+	}
+	__device__ void put_agg(i64 c, A tot) const { slot_st(aggs + c * ns, tot); }
+	__device__ void put_incl(i64 c, A, M v) const { slot_st(incls + c * ns, v); }
+};
+
+// chain_lookback runs in warp 0 of a chunked tile: every lane calls it;
+// G > 1 (float opmath): lanes in groups of G serve one slice each.
+template <bool Window> struct ChainPick {
+	template <int G, typename A, typename M, typename F>
+	static __device__ __forceinline__ M run(unsigned* flags, A* agg, M* incl, const ScanLayout& L, i64 c, bool has,
+			A tot, M v0, F fold) {
+		return ScanChain<sizeof(M) == 4>::run(flags, agg, incl, L, c, has, tot, v0, fold);
+	}
+};
+template <> struct ChainPick<true> {
+	template <int G, typename A, typename M, typename F>
+	static __device__ __forceinline__ M run(unsigned*, A* agg, M* incl, const ScanLayout& L, i64 c, bool has, A tot,
+			M v0, F fold) {
+		return window_chain<G>(SlotSrc<A, M>{agg, incl, L.nslices}, c, L.chunks, has, tot, v0, fold);
+	}
+};
+
+template <int G, typename A, typename M, typename F>
 __device__ __forceinline__ M chain_lookback(unsigned* flags, A* agg, M* incl, const ScanLayout& L, i64 c, bool has,
 		A tot, M v0, F fold) {
-	return ScanChain<sizeof(M) == 4>::run(flags, agg, incl, L, c, has, tot, v0, fold);
+	return ChainPick<(G > 1 && sizeof(M) == 4)>::template run<G>(flags, agg, incl, L, c, has, tot, v0, fold);
 }
 
 // ApplyFold and FwdFold are chain_lookback's folds: the backward carry
@@ -189,20 +293,41 @@ __device__ __forceinline__ void pslot_st(unsigned long long* p, float u, float i
 }
 
 template <bool Packed> struct Lookback {
-	template <typename Op, typename M>
+	template <typename Op, typename M, int G>
 	static __device__ __forceinline__ M run(unsigned char* ws, const ScanLayout& L, i64 c, i64 unit, i64 s, bool has,
 			Aff<M> tot) {
-		return chain_lookback(reinterpret_cast<unsigned*>(ws + L.ws_flags) + unit,
+		return chain_lookback<G>(reinterpret_cast<unsigned*>(ws + L.ws_flags) + unit,
 				reinterpret_cast<Aff<M>*>(ws + L.ws_agg) + s, reinterpret_cast<M*>(ws + L.ws_incl) + s, L, c,
 				has, tot, M(0), ApplyFold<Op>());
 	}
 };
 
+// PackedSrc: the packed slots for window_chain (a map is its sum u).
+struct PackedSrc {
+	unsigned long long* slot;
+	i64 ns;
+	__device__ int probe(i64 d, float& iv) const {
+		const unsigned long long b = pslot_ld(slot + d * ns);
+		if ((unsigned)(b >> 32) != SCAN_NONE) {
+			iv = __uint_as_float((unsigned)(b >> 32));
+			return 2;
+		}
+		return (unsigned)b != SCAN_NONE ? 1 : 0;
+	}
+	__device__ float agg(i64 d) const { return __uint_as_float((unsigned)pslot_ld(slot + d * ns)); }
+	__device__ void put_agg(i64 c, float u) const { pslot_st(slot + c * ns, u, 0.f, false); }
+	__device__ void put_incl(i64 c, float u, float v) const { pslot_st(slot + c * ns, u, v, true); }
+};
+struct PackedFold {
+	__device__ float operator()(float u, float v) const { return u + v; }
+};
+
 template <> struct Lookback<true> {
-	template <typename Op, typename M>
+	template <typename Op, typename M, int G>
 	static __device__ __forceinline__ M run(unsigned char* ws, const ScanLayout& L, i64 c, i64, i64 s, bool has,
 			Aff<M> tot) {
 		unsigned long long* slot = reinterpret_cast<unsigned long long*>(ws + L.ws_agg) + s;
+		if (G > 1) return window_chain<G>(PackedSrc{slot, L.nslices}, c, L.chunks, has, tot.u, 0.f, PackedFold());
 		float v = 0.f;
 		if (!has) return v;
 		const bool last = c + 1 == L.chunks;  // nobody reads the last tile
@@ -231,11 +356,12 @@ template <> struct Lookback<true> {
 };
 
 // lookback chains the backward carry: tile c in carry order, tot its map;
-// returns V after the tile (V_in).
-template <typename Op, typename M>
+// returns V after the tile (V_in). G > 1: lanes in groups of G serve one
+// slice each (window_chain, float opmath).
+template <typename Op, typename M, int G = 1>
 __device__ __forceinline__ M lookback(unsigned char* ws, const ScanLayout& L, i64 c, i64 unit, i64 s, bool has,
 		Aff<M> tot) {
-	return Lookback<PackedChain<Op>::on && sizeof(M) == 4>::template run<Op, M>(ws, L, c, unit, s, has, tot);
+	return Lookback<PackedChain<Op>::on && sizeof(M) == 4>::template run<Op, M, G>(ws, L, c, unit, s, has, tot);
 }
 
 // fwd_lookback chains the forward state instead (the ext order: tile c in
@@ -243,7 +369,7 @@ __device__ __forceinline__ M lookback(unsigned char* ws, const ScanLayout& L, i6
 template <typename Op, typename M>
 __device__ __forceinline__ M fwd_lookback(unsigned char* ws, const ScanLayout& L, i64 c, i64 unit, i64 s, bool has,
 		M tot) {
-	return chain_lookback(reinterpret_cast<unsigned*>(ws + L.ws_flags) + unit,
+	return chain_lookback<1>(reinterpret_cast<unsigned*>(ws + L.ws_flags) + unit,
 			reinterpret_cast<M*>(ws + L.ws_fwd) + s, reinterpret_cast<M*>(ws + L.ws_incl) + s, L, c, has, tot,
 			Op::template fwd_identity<M>(), FwdFold<Op>());
 }

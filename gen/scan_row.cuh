@@ -113,7 +113,7 @@ __device__ __forceinline__ void scan_backward_row(const T* __restrict__ dy, cons
 			Aff<M> tot = aff_identity<M>();
 			for (int i = 0; i < SCAN_WARPS; ++i) tot = compose<Op>(s_aff[rev ? i : SCAN_WARPS - 1 - i], tot);
 			scan_ws_wait(ws, L, ready);
-			const M vin = lookback<Op, M>(ws, L, c, s, s, has && lane == 0, tot);
+			const M vin = lookback<Op, M, 32>(ws, L, c, s, s, has, tot);
 			if (lane == 0) s_vin = vin;
 		}
 		__syncthreads();

@@ -42,6 +42,8 @@ var consts = []Const{
 		Comment: "threads per block of the colstrip kernel"},
 	{Name: "SCAN_STRIP_DEPTH", GoName: "scanStripDepth", Value: 3,
 		Comment: "stages in the colstrip kernel's shared memory ring"},
+	{Name: "SCAN_PREFIX_WIDE", GoName: "scanPrefixWide", Value: 256,
+		Comment: "from this many tiles a slice on, the row mapping's forward prefix pass takes a block per slice rather than a thread"},
 	{Name: "SCAN_COUNTER", GoName: "scanCounter", Value: 16,
 		Comment: "the scan workspace's first bytes: the ticket counter and room to keep what follows 16-byte aligned"},
 }

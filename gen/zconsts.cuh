@@ -34,5 +34,8 @@
 // SCAN_STRIP_DEPTH: stages in the colstrip kernel's shared memory ring.
 #define SCAN_STRIP_DEPTH 3
 
+// SCAN_PREFIX_WIDE: from this many tiles a slice on, the row mapping's forward prefix pass takes a block per slice rather than a thread.
+#define SCAN_PREFIX_WIDE 256
+
 // SCAN_COUNTER: the scan workspace's first bytes: the ticket counter and room to keep what follows 16-byte aligned.
 #define SCAN_COUNTER 16

@@ -276,8 +276,12 @@ func (p *ScanBackward) Run(s *driver.Stream, a *ScanArgs) error {
 			if err := p.launch(lf, s, a, &L, g.grid); err != nil {
 				return err
 			}
-			L.phase = scanFwdPrefix // a thread per slice
-			if err := p.launch(lf, s, a, &L, scanCeil(g.nslices, scanBlock)); err != nil {
+			L.phase = scanFwdPrefix // a thread per slice, or a block from scanPrefixWide tiles on
+			prefixBlocks := scanCeil(g.nslices, scanBlock)
+			if g.chunks >= scanPrefixWide {
+				prefixBlocks = g.nslices
+			}
+			if err := p.launch(lf, s, a, &L, prefixBlocks); err != nil {
 				return err
 			}
 			L.phase = scanMain

@@ -34,6 +34,9 @@ const (
 	// scanStripDepth is SCAN_STRIP_DEPTH: stages in the colstrip kernel's shared memory ring.
 	scanStripDepth = 3
 
+	// scanPrefixWide is SCAN_PREFIX_WIDE: from this many tiles a slice on, the row mapping's forward prefix pass takes a block per slice rather than a thread.
+	scanPrefixWide = 256
+
 	// scanCounter is SCAN_COUNTER: the scan workspace's first bytes: the ticket counter and room to keep what follows 16-byte aligned.
 	scanCounter = 16
 )
