@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/baracuda-go/baracuda/dtype"
 	"github.com/baracuda-go/baracuda/internal/ref"
 )
 
@@ -73,12 +74,37 @@ func (c *Case) binaryRef() []Expect {
 	return []Expect{da, db}
 }
 
-// finite is v, or 0 where v is not finite (an error scale must stay a number).
+// finite is v, or 0 where v is not finite: a factor of an error scale
+// that an infinite or NaN input makes meaningless.
 func finite(v float64) float64 {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return 0
 	}
 	return v
+}
+
+// saturate is an error scale that overflowed float64 as the largest
+// float64 (PyTorch's value carries no digit there), and a NaN one as 0.
+func saturate(v float64) float64 {
+	switch {
+	case math.IsNaN(v):
+		return 0
+	case math.IsInf(v, 0):
+		return math.MaxFloat64
+	}
+	return v
+}
+
+// yUlps is the rounding error of a saved output y of dt in units of
+// eps*|y|: 1/2 where y is normal, more where it is subnormal (its ulp the
+// smallest subnormal); 0 for 0, inf and NaN. The reference takes y as
+// saved, PyTorch some of its formulas from unrounded intermediates.
+func yUlps(dt dtype.DType, y float64) float64 {
+	a := math.Abs(y)
+	if a == 0 || math.IsInf(a, 0) || math.IsNaN(a) {
+		return 0
+	}
+	return max(0.5, minSubnormal(dt)/(2*a*dtype.Epsilon(dt)))
 }
 
 // normAxis maps a negative axis to its index.
@@ -116,23 +142,30 @@ func (c *Case) reduceRef() ([]Expect, error) {
 		ref.ReduceBackward(c.Op, dy[s], xs, y[s], cor, dxs)
 		v.Scatter(e.Ref, s, dxs)
 		n := float64(v.K)
-		mean := 0.0
+		meanAbs := 0.0
 		for _, xv := range xs {
-			mean += xv / n
+			meanAbs += math.Abs(xv) / n
 		}
+		yu := yUlps(c.DType, y[s])
 		for j, d := range dxs {
 			sc := math.Abs(d)
+			switch c.Op {
+			case "prod", "norm2", "std":
+				// dx is proportional to y or 1/y.
+				sc += math.Abs(d) * yu
+			}
 			switch c.Op {
 			case "prod":
 				// PyTorch's products of the others round once per factor.
 				sc *= n
 			case "logsumexp":
-				// x - y rounds before exp: |x - y| roundings of the result.
-				sc *= 2 + finite(math.Abs(xs[j]-y[s]))
+				// x - y rounds before exp: |x - y| roundings of the
+				// result, and y's own rounding |y| of them.
+				sc *= 2 + finite(math.Abs(xs[j]-y[s])) + yu*finite(math.Abs(y[s]))
 			case "var", "std":
-				// (factor*g)*(x - mean), with the mean rounded to the
-				// dtype: an error of a rounding of |x| + |mean| times the
-				// factor.
+				// (factor*g)*(x - mean), with the mean summed and
+				// rounded in the dtype: an error of a rounding of
+				// |x| + mean |x| times the factor.
 				gs := dy[s]
 				if c.Op == "std" {
 					gs = 0
@@ -141,9 +174,9 @@ func (c *Case) reduceRef() ([]Expect, error) {
 					}
 				}
 				f := 2 / (n - cor) * gs
-				sc += finite(math.Abs(f) * (math.Abs(xs[j]) + math.Abs(mean)))
+				sc += finite(math.Abs(f) * (math.Abs(xs[j]) + meanAbs))
 			}
-			e.Scale[v.At(s, j)] = finite(sc)
+			e.Scale[v.At(s, j)] = saturate(sc)
 		}
 	}
 	return []Expect{e}, nil
@@ -179,9 +212,9 @@ func (c *Case) scanRef() ([]Expect, error) {
 			if c.Op == "logcumsumexp" {
 				// Its log-space form adds exponents of the size of x and
 				// y, each rounded, then exponentiates.
-				sc += math.Abs(dx[k]) * (finite(math.Abs(xs[k])) + ymax)
+				sc += math.Abs(dx[k])*finite(math.Abs(xs[k])) + math.Abs(dx[k])*ymax
 			}
-			e.Scale[v.At(s, k)] = finite(sc)
+			e.Scale[v.At(s, k)] = saturate(sc)
 		}
 	}
 	return []Expect{e}, nil
@@ -225,10 +258,16 @@ func (c *Case) lpPoolRef() ([]Expect, error) {
 	e := Expect{Name: "dx", Ref: ref.LpPoolBackward(g, dy, x, y), Scale: ref.LpPoolMagnitude(g, dy, x, y)}
 	// PyTorch's composite rounds about six times per window term, and
 	// takes q^(1/p-1) of the pooled sum where the reference takes
-	// y^(1-p) of the rounded output: |p-1| and |1/p-1| roundings more.
+	// y^(1-p) of the rounded output: |p-1| and |1/p-1| roundings more,
+	// and |p-1| times y's own rounding, weighted per window (yw).
+	yw := make([]float64, len(dy))
+	for w := range dy {
+		yw[w] = math.Abs(dy[w]) * yUlps(c.DType, y[w])
+	}
+	magY := ref.LpPoolMagnitude(g, yw, x, y)
 	f := 1 + math.Abs(g.P-1) + math.Abs(1/g.P-1)
 	for i := range e.Scale {
-		e.Scale[i] = finite(math.Abs(e.Ref[i]) + f*e.Scale[i])
+		e.Scale[i] = saturate(math.Abs(e.Ref[i]) + f*e.Scale[i] + math.Abs(g.P-1)*magY[i])
 	}
 	return []Expect{e}, nil
 }

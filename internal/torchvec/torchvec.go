@@ -18,7 +18,7 @@
 //	{"name": "reduce/max/bf16/rows", "family": "reduce", "op": "max", "dtype": "bf16",
 //	 "shape": [11, 6], "out_shape": [11], "params": {...},
 //	 "tensors": {"x": HEX, "y": HEX, "dy": HEX, "dx": HEX},
-//	 "alt": {"dx": {"index": [3, 17], "bits": HEX}}}
+//	 "alt": {"dx": {"index": [3, 17], "bits": HEX}}, "y64": HEX}
 //
 // with, by family (shape is the input's; out_shape, where given, that of y
 // and dy):
@@ -44,12 +44,15 @@
 //
 // alt lists, per gradient, the elements where PyTorch's value in the dtype
 // comes from its own rounding between the ops of its backward formula (a
-// product overflowing in f16, a sum of squares rounding to inf): the
-// generator also runs each case in float64 from the same rounded inputs,
-// and where that value, rounded to the dtype, differs in kind (NaN, ±inf,
-// zero, finite) or by more than an eighth, it records it here. The library
-// computes each formula in opmath and rounds once, so there either value
-// is PyTorch's answer.
+// product overflowing in f16, a sum of squares rounding to inf, a
+// subnormal intermediate): the generator also runs each case in float64
+// from the same rounded inputs, and where that value, rounded to the
+// dtype, differs in kind (NaN, ±inf, zero, finite) or by more than two
+// epsilons of the dtype, it records it here; y64, in cases that have alt
+// entries and a y, is that run's forward output in float64 (16 hex digits
+// an element). The library computes each formula in opmath and rounds
+// once, so at those elements either value is PyTorch's answer. A file may
+// also hold "notes", strings the generator left (cases it skipped).
 package torchvec
 
 import (
@@ -118,6 +121,9 @@ type Case struct {
 	// to the dtype, where it differs from its value in the dtype (see the
 	// package comment).
 	Alt map[string]map[int]float64
+	// Y64 is the float64 run's forward output, which its Alt values came
+	// from (nil without Alt or y).
+	Y64 []float64
 }
 
 // Params are the case's op parameters; each family reads its own.
@@ -155,6 +161,7 @@ type caseJSON struct {
 	Params   Params             `json:"params"`
 	Tensors  map[string]string  `json:"tensors"`
 	Alt      map[string]altJSON `json:"alt"`
+	Y64      string             `json:"y64"`
 }
 
 type altJSON struct {
@@ -308,6 +315,15 @@ func (cj *caseJSON) decode() (*Case, error) {
 			m[i] = v[k]
 		}
 		c.Alt[name] = m
+	}
+	if cj.Y64 != "" {
+		y, ok := c.Tensors["y"]
+		if !ok {
+			return nil, fmt.Errorf("y64 is given, but a %s case has no y", c.Family)
+		}
+		if c.Y64, err = decodeHex(dtype.F64, cj.Y64, len(y)); err != nil {
+			return nil, fmt.Errorf("y64: %w", err)
+		}
 	}
 	return c, nil
 }

@@ -40,11 +40,8 @@ func checkReference(t *testing.T, set *torchvec.Set) []torchvec.Outcome {
 	outs := torchvec.CheckReference(set)
 	for _, o := range outs {
 		t.Run(o.Case.Name, func(t *testing.T) {
-			for _, f := range o.Fail {
-				t.Error(f)
-			}
-			if o.Failed > len(o.Fail) {
-				t.Errorf("%d elements of %d disagree in all", o.Failed, o.Checked)
+			for _, m := range o.Errors() {
+				t.Error(m)
 			}
 		})
 	}
