@@ -12,8 +12,8 @@ bit patterns in hex, PyTorch's version and the device in the header.
     usage: python3 scripts/torch_vectors.py [--out PATH] [--seed N] [--device cuda|cpu]
                                             [--skip-unsupported]
 
-Run it from the repository root; by default it writes
-internal/torchvec/vectors/torch_vectors.json, which the tests embed. It uses
+By default it writes internal/torchvec/vectors/torch_vectors.json of the
+repository it sits in, which the tests embed. It uses
 CUDA where torch.cuda.is_available(), else the CPU (the file records which).
 The inputs depend only on the seed (Python's random module seeded per case),
 so a rerun with the same seed, PyTorch and device writes the same file.
@@ -530,7 +530,9 @@ def all_specs(seed):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", default=DEFAULT_OUT, help="output file (default %(default)s)")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    ap.add_argument("--out", default=os.path.join(root, DEFAULT_OUT),
+                    help="output file (default: %s in the repository)" % DEFAULT_OUT)
     ap.add_argument("--seed", type=int, default=39, help="seed of the inputs (default %(default)s)")
     ap.add_argument("--device", choices=("cuda", "cpu"), help="default: cuda where available")
     ap.add_argument("--skip-unsupported", action="store_true",
