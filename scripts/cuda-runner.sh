@@ -5,6 +5,8 @@
 #                          racecheck, initcheck, synccheck; all four by default),
 #                          with the quick case set (BARACUDA_QUICK=1)
 #   run.sh race            the concurrency, GC-stress and leak tests built with -race
+#   run.sh huge            the tests of tensors of more than 2^31 elements (about 22 GB
+#                          of GPU memory), each in a process of its own
 #   run.sh bench [flags]   `baracuda bench` with the given flags
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -34,12 +36,19 @@ race)
   "$here/conform-race.bin" -test.v -test.count=1 -test.timeout=20m \
     -test.run 'TestConcurrentMixedPlans|TestNoLeaks' || status=1
   ;;
+huge)
+  # A fault leaves its process's context unusable: one process per test.
+  for t in TestHugeBinaryMulGPU TestHugeScanCumsumGPU TestHugeReduceGPU TestHugeLpPool1dGPU; do
+    echo "=== $t"
+    BARACUDA_HUGE=1 "$here/internal_conform.test" -test.v -test.count=1 -test.timeout=30m -test.run "^$t\$" || status=1
+  done
+  ;;
 bench)
   shift
   "$here/baracuda" bench "$@" || status=1
   ;;
 *)
-  echo "usage: run.sh [test|sanitize [tool]|bench [flags]]" >&2
+  echo "usage: run.sh [test|sanitize [tool]|race|huge|bench [flags]]" >&2
   exit 2
   ;;
 esac

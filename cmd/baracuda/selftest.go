@@ -12,6 +12,7 @@ import (
 	"github.com/baracuda-go/baracuda/driver"
 	"github.com/baracuda-go/baracuda/internal/conform"
 	"github.com/baracuda-go/baracuda/internal/ref"
+	"github.com/baracuda-go/baracuda/internal/torchvec"
 	"github.com/baracuda-go/baracuda/ops"
 )
 
@@ -31,6 +32,13 @@ func runSelftest(w io.Writer, args []string) error {
 			failed++
 		}
 		fmt.Fprintf(w, "  reference: %-40s %s\n", c.Name, status)
+	}
+	vectors, err := torchvec.Load()
+	if err != nil {
+		fmt.Fprintf(w, "  reference vs PyTorch vectors: FAIL: %v\n", err)
+		failed++
+	} else {
+		failed += reportTorchVectors(w, "reference vs PyTorch vectors", vectors, torchvec.CheckReference(vectors))
 	}
 	ptxErrs := ops.VerifyEmbeddedPTX()
 	for _, err := range ptxErrs {
@@ -80,7 +88,38 @@ func runSelftest(w io.Writer, args []string) error {
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "%d checks in %.1fs\n", kernels, time.Since(start).Seconds())
+	if vectors != nil {
+		failed += reportTorchVectors(w, "GPU vs PyTorch vectors", vectors, env.CheckTorchVectors(vectors))
+	}
 	return failures(failed)
+}
+
+// maxVectorFailures is how many failing vector cases selftest describes.
+const maxVectorFailures = 20
+
+// reportTorchVectors prints the pass and fail counts of a comparison with
+// the PyTorch vectors, and the first failing cases, and returns the number
+// of failing cases.
+func reportTorchVectors(w io.Writer, what string, set *torchvec.Set, outs []torchvec.Outcome) int {
+	pass, fail, alt := torchvec.Summary(outs)
+	status := "pass"
+	if fail > 0 {
+		status = "FAIL"
+	}
+	fmt.Fprintf(w, "  %s: %d cases, %d pass, %d fail (%d elements matched PyTorch's float64 value only): %s\n",
+		what, len(outs), pass, fail, alt, status)
+	fmt.Fprintf(w, "    %s\n", set.Describe())
+	shown := 0
+	for i := range outs {
+		if errs := outs[i].Errors(); len(errs) > 0 {
+			if shown++; shown > maxVectorFailures {
+				fmt.Fprintf(w, "    ... %d more failing cases\n", fail-maxVectorFailures)
+				break
+			}
+			fmt.Fprintf(w, "    %s: %s\n", outs[i].Case.Name, errs[0])
+		}
+	}
+	return fail
 }
 
 // runSuites runs the families' suites at once, each on a stream of its
