@@ -71,6 +71,10 @@ var (
 	cuEventDestroy              = symbol{name: "cuEventDestroy", suffix: "_v2"}
 
 	cuModuleLoadDataEx                          = symbol{name: "cuModuleLoadDataEx"}
+	cuLibraryLoadData                           = symbol{name: "cuLibraryLoadData"}
+	cuLibraryGetKernel                          = symbol{name: "cuLibraryGetKernel"}
+	cuLibraryUnload                             = symbol{name: "cuLibraryUnload"}
+	cuKernelGetFunction                         = symbol{name: "cuKernelGetFunction"}
 	cuModuleGetFunction                         = symbol{name: "cuModuleGetFunction"}
 	cuModuleUnload                              = symbol{name: "cuModuleUnload"}
 	cuFuncSetAttribute                          = symbol{name: "cuFuncSetAttribute"}
@@ -92,6 +96,7 @@ var symbols = [...]*symbol{
 	&cuStreamCreate, &cuStreamSynchronize, &cuStreamDestroy,
 	&cuEventCreate, &cuEventRecord, &cuEventSynchronize, &cuEventElapsedTime, &cuEventDestroy,
 	&cuModuleLoadDataEx, &cuModuleGetFunction, &cuModuleUnload,
+	&cuLibraryLoadData, &cuLibraryGetKernel, &cuLibraryUnload, &cuKernelGetFunction,
 	&cuFuncSetAttribute, &cuFuncGetAttribute, &cuOccupancyMaxActiveBlocksPerMultiprocessor, &cuLaunchKernel,
 }
 

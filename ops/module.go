@@ -27,8 +27,8 @@ const (
 // table's lock is never held across a compile: the first caller of a
 // kernel compiles it while later callers of that kernel wait for its
 // result, and callers of kernels already loaded look nothing up here at
-// all (kernelRef keeps the function). What does wait is the driver's
-// own, process-wide lock (see compileKernel).
+// all (kernelRef keeps the function). Neither does the driver hold a lock
+// across a compile where it has the library API (see compileKernel).
 var loaded struct {
 	sync.Mutex
 	m map[kernelKey]*kernelLoad
@@ -78,15 +78,16 @@ func loadKernel(ctx *driver.Context, module, name string) (*driver.Function, err
 }
 
 // compileKernel loads one kernel's module into ctx: the driver
-// JIT-compiles its PTX inside cuModuleLoadDataEx, or takes the machine
-// code from its JIT cache. The driver holds a process-wide lock of its own
-// for the whole compile: launches and synchronizes elsewhere in the
-// process wait for it, and two compiles never overlap (docs/benchmarks.md,
-// the cold-start section). Warm, or a JIT cache filled beforehand
-// (`baracuda warm`, whose worker processes compile in parallel), keeps
-// compiles out of the way. The driver's linker would compile without that
-// lock, but its relocatable code is slower. compileKernel is a variable
-// so that a test can stand in for the driver.
+// JIT-compiles its PTX, or takes the machine code from its JIT cache.
+// driver.LoadModule loads it as a library where the driver has the
+// library API (CUDA 12.0 and later), which compiles without the
+// process-wide lock that cuModuleLoadDataEx holds: other goroutines'
+// launches and synchronizes go on during a compile, and compiles of
+// different kernels overlap (Warm runs several at once). On older drivers
+// a compile stalls the process's other launches; Warm, or a JIT cache
+// filled beforehand (`baracuda warm`), keeps compiles out of the way
+// there. compileKernel is a variable so that a test can stand in for the
+// driver.
 var compileKernel = func(ctx *driver.Context, module, name string) (*driver.Function, error) {
 	src, err := kernelPTX(module, name)
 	if err != nil {

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
 
 	"github.com/baracuda-go/baracuda/driver"
 )
@@ -46,6 +49,11 @@ type WarmOptions struct {
 	// Progress, when set, is called after each kernel is loaded with the
 	// kernels done so far and the total.
 	Progress func(done, total int)
+	// Workers is how many kernels are loaded at once, each by its own
+	// goroutine (the driver compiles them in parallel where it has the
+	// library API, see driver.Context.LoadModule); 0 means
+	// runtime.GOMAXPROCS(0).
+	Workers int
 	// Shard and Shards, when Shards > 1, make WarmAll load only the
 	// kernels whose index in Kernels() is Shard modulo Shards:
 	// so that several processes can fill the driver's JIT cache at once
@@ -62,12 +70,12 @@ type WarmOptions struct {
 // loaded in ctx costs nothing, and Warm is safe to call concurrently with
 // Runs and with itself.
 //
-// A kernel missing from the driver's JIT cache is compiled while the
-// driver holds a process-wide lock, which stalls every other launch of
-// the process (tens to hundreds of milliseconds a kernel, a second or two
-// for the largest), and compiles never overlap within a process: warm
-// before serving, or fill the cache ahead of time (`baracuda warm`, which
-// compiles in several processes at once).
+// Kernels are loaded opt.Workers at a time. A kernel missing from the
+// driver's JIT cache takes tens to hundreds of milliseconds to compile, a
+// second or two for the largest; Runs of kernels already loaded go on
+// meanwhile (on drivers before CUDA 12.0 they wait for each compile, and
+// compiles do not overlap: fill the cache ahead of time there, with
+// `baracuda warm`).
 func Warm(ctx *driver.Context, opt WarmOptions, plans ...Plan) error {
 	var names []string
 	byName := map[string][]*kernelRef{}
@@ -82,17 +90,66 @@ func Warm(ctx *driver.Context, opt WarmOptions, plans ...Plan) error {
 			byName[k.name] = append(byName[k.name], k)
 		}
 	}
-	for i, name := range names {
-		for _, k := range byName[name] {
+	return warmEach(len(names), opt, func(i int) error {
+		for _, k := range byName[names[i]] {
 			if _, err := k.resolve(ctx); err != nil && !errors.Is(err, errNoBuild) {
 				return err
 			}
 		}
-		if opt.Progress != nil {
-			opt.Progress(i+1, len(names))
-		}
+		return nil
+	})
+}
+
+// warmEach runs load(0), ..., load(n-1) on opt.Workers goroutines and
+// reports progress after each, in order of completion, from one goroutine
+// at a time. After the first error no new load starts, and that error is
+// returned once the running ones are done.
+func warmEach(n int, opt WarmOptions, load func(i int) error) error {
+	workers := opt.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
 	}
-	return nil
+	workers = min(workers, n)
+	var (
+		next     atomic.Int64
+		mu       sync.Mutex
+		done     int
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				mu.Lock()
+				stop := firstErr != nil
+				mu.Unlock()
+				if stop {
+					return
+				}
+				err := load(i)
+				mu.Lock()
+				if err != nil {
+					if firstErr == nil {
+						firstErr = err
+					}
+				} else {
+					done++
+					if opt.Progress != nil {
+						opt.Progress(done, n)
+					}
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return firstErr
 }
 
 // WarmAll loads into ctx every kernel the library ships that ctx's device
@@ -117,15 +174,10 @@ func WarmAll(ctx *driver.Context, opt WarmOptions) error {
 		return err
 	}
 	jobs := warmJobs(major, os.Getenv(basePTXEnv) != "", opt)
-	for i, j := range jobs {
-		if _, err := loadKernel(ctx, j.module, j.name); err != nil {
-			return err
-		}
-		if opt.Progress != nil {
-			opt.Progress(i+1, len(jobs))
-		}
-	}
-	return nil
+	return warmEach(len(jobs), opt, func(i int) error {
+		_, err := loadKernel(ctx, jobs[i].module, jobs[i].name)
+		return err
+	})
 }
 
 // warmJob is one kernel WarmAll loads, from the module a plan takes it from.

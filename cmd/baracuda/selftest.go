@@ -152,8 +152,8 @@ func runSuites(env *conform.Env, quick bool) ([][]conform.Result, error) {
 // warmAll loads every kernel on ctx before the checks run and shows its
 // progress: on a host whose JIT cache is empty this is most of
 // selftest's time. Where the cache is on, worker processes fill it first
-// (the driver compiles one kernel at a time per process), and the loads
-// here come from it.
+// (drivers before CUDA 12.0 compile one kernel at a time per process), and
+// the loads here come from it.
 func warmAll(w io.Writer, ctx *driver.Context, device int) error {
 	start := time.Now()
 	if cfg := processJITCache(); cfg.Enabled {
@@ -164,7 +164,7 @@ func warmAll(w io.Writer, ctx *driver.Context, device int) error {
 			fmt.Fprintf(w, "  filling the JIT cache from %d processes failed (%v): compiling in this process\n", procs, err)
 		}
 	} else {
-		fmt.Fprintf(w, "  the driver's JIT cache is off (%s=%s): compiling in this process, one kernel at a time\n", envCacheDisable, cfg.Disable)
+		fmt.Fprintf(w, "  the driver's JIT cache is off (%s=%s): compiling in this process\n", envCacheDisable, cfg.Disable)
 	}
 	loaded := 0
 	show := progressPrinter(w, "loading kernels", start)

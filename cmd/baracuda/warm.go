@@ -20,11 +20,12 @@ import (
 
 // `baracuda warm` fills the driver's JIT cache with every kernel for this
 // host's GPU, so that no program's first Run waits for the JIT compiler.
-// Within one process the driver compiles one kernel at a time (and stalls
-// the process's launches meanwhile), so warm runs several worker
-// processes (`baracuda jit-worker`, hidden), each compiling its share of
-// the kernels into the shared cache; a program started afterwards loads
-// each kernel from the cache in a fraction of a millisecond.
+// It runs several worker processes (`baracuda jit-worker`, hidden), each
+// compiling its share of the kernels into the shared cache: drivers
+// without the library API (before CUDA 12.0) compile one kernel at a time
+// per process, and newer ones compile in parallel within each worker too.
+// A program started afterwards loads each kernel from the cache in a
+// fraction of a millisecond.
 
 func runWarm(w io.Writer, args []string) error {
 	fs := flag.NewFlagSet("warm", flag.ContinueOnError)
