@@ -16,16 +16,32 @@ import (
 //
 // over windows w with no padding, K the window area and c_w its in-bounds
 // count (c_w < K only for ceil-mode windows at the right or bottom edge).
-// The backward computes, with g = dy,
+// PyTorch computes it as q_w = K * sign(a_w) * relu(|a_w|), y_w = q_w^(1/p),
+// with a_w = avg_pool(x^p) (the in-bounds mean), and autograd takes the
+// backward through each op: pow's g*(1/p)*q^(1/p-1), the factor K,
+// sign(a)*relu, then abs's sgn(a), avg_pool's 1/c_w and pow's
+// p*x^(p-1). The backward computes the same, with g = dy,
 //
 //	coef_w = 0 if y_w == 0, else g_w * (K/c_w) * y_w^(1-p)
 //	dx_i   = x_i^(p-1) * Σ_{w∋i} coef_w
 //
-// Edge rules: a window with y_w == 0 contributes 0 even for a NaN or inf
-// g_w (PyTorch's relu select); p == 1 uses x^0 = 1; negative x with a
-// non-integer p gives NaN; x == 0 with p < 1 gives ±inf (NaN with a zero
-// window sum); a cell in no window (stride > window, or past the last
-// window) gets 0*x^(p-1), which is 0 for finite x. p must be finite and > 0.
+// Edge rules:
+//   - A window with y_w == 0 contributes 0 even for a NaN or inf g_w
+//     (relu's select).
+//   - A NaN window (y_w NaN) contributes coef_w*0: PyTorch's sign(NaN) is
+//     0, and the sign and abs backwards multiply by it. For p == 1, where
+//     pow's backward is q^0 = 1 even for a NaN q, that is 0 unless g_w is
+//     NaN or inf; for any other p it is NaN.
+//   - For p < 1 a window whose y_w overflowed to +inf while its pooled sum
+//     q_w = (K/c_w) * Σ_{i∈w} x_i^p did not takes y_w^(1-p) as
+//     q_w^(1/p-1), from q_w recomputed from x, as PyTorch's backward,
+//     which works from q_w, does; its gradient is finite. (For p >= 1 an
+//     infinite y_w means q_w overflowed: y_w^(1-p) is 0, or 1 for p == 1.)
+//   - p == 1 uses x^0 = 1 (also for NaN or infinite x); negative x with a
+//     non-integer p gives NaN; x == 0 with p < 1 gives ±inf (NaN with a
+//     zero window sum); a cell in no window (stride > window, or past the
+//     last window) gets 0*x^(p-1), which is 0 for finite x. p must be
+//     finite and > 0.
 //
 // The kernel gathers: each cell sums the windows that contain it, so the
 // result is deterministic, dx is written in full and needs no zeroing, and

@@ -71,23 +71,46 @@ func LpPoolForward(g LpPoolGeom, x []float64) []float64 {
 	return y
 }
 
-// LpPoolCoef is the gradient weight of one window: 0 where y == 0 (PyTorch's
-// relu select, which also discards a NaN or inf dy), else
-// dy * (K/c) * y^(1-p).
+// LpPoolCoef is the gradient weight of one window from its saved output y,
+// as PyTorch's autograd through sign(out)*relu(|out|) gives it:
+//
+//   - 0 where y == 0: relu's select, which also discards a NaN or inf dy;
+//   - w*0 where y is NaN, w = dy * (K/c) * y^(1-p): sign(NaN) is 0, and the
+//     sign and abs backwards multiply by it. That is NaN for p != 1 (w is
+//     NaN), and for p == 1 (y^0 = 1) 0 unless dy is NaN or infinite;
+//   - w otherwise.
+//
+// It takes y as saved; LpPoolBackward replaces it by the pooled sum where
+// y overflowed (p < 1).
 func LpPoolCoef(dy, y, k, c, p float64) float64 {
 	if y == 0 {
 		return 0
 	}
-	return dy * (k / c) * math.Pow(y, 1-p)
+	w := dy * (k / c) * math.Pow(y, 1-p)
+	if math.IsNaN(y) {
+		return w * 0
+	}
+	return w
+}
+
+// LpPoolCoefSum is the gradient weight of a window from its pooled sum
+// q = (K/c) * Σ_{i∈w} x_i^p, the operand of PyTorch's pow(q, 1/p):
+// dy * (K/c) * q^(1/p-1), which is LpPoolCoef's value for y = q^(1/p).
+// The backward takes it where p < 1 and y = +inf: y overflowed while q did
+// not, and PyTorch's gradient, which comes from q, is finite.
+func LpPoolCoefSum(dy, q, k, c, p float64) float64 {
+	return dy * (k / c) * math.Pow(q, 1/p-1)
 }
 
 // LpPoolBackward returns dx [N, C, H, W] for the saved x, y and the upstream
 // dy (row-major), the same loop as gen/lppool.cuh in float64:
 //
-//	dx_i = x_i^(p-1) * Σ_{w∋i} LpPoolCoef(dy_w, y_w, K, c_w, p)
+//	dx_i = x_i^(p-1) * Σ_{w∋i} coef_w
 //
 // with windows w = (oh, ow) such that oh*SH <= i < oh*SH+KH and likewise
-// along W, summed oh-major. The window sum is taken before the x factor, as
+// along W, summed oh-major, coef_w LpPoolCoef(dy_w, y_w, K, c_w, p), or
+// for p < 1 where y_w = +inf LpPoolCoefSum of the window's pooled sum,
+// recomputed from x. The window sum is taken before the x factor, as
 // PyTorch's avg_pool backward is, so a cell in no window gets 0*x^(p-1): 0
 // for finite x^(p-1), NaN for a NaN or infinite one. p == 1 gives x^0 = 1.
 func LpPoolBackward(g LpPoolGeom, dy, x, y []float64) []float64 {
@@ -101,6 +124,23 @@ func LpPoolMagnitude(g LpPoolGeom, dy, x, y []float64) []float64 {
 	return lpGather(g, dy, x, y, true)
 }
 
+// coef is the weight of window (oh, ow) of plane nc (LpPoolBackward).
+func (g LpPoolGeom) coef(dy, x, y []float64, nc, oh, ow int) float64 {
+	ho, wo := g.Out()
+	o := (nc*ho+oh)*wo + ow
+	k, c := float64(g.KH*g.KW), float64(g.count(oh, ow))
+	if g.P < 1 && math.IsInf(y[o], 1) {
+		s := 0.0
+		for i := oh * g.SH; i < min(oh*g.SH+g.KH, g.H); i++ {
+			for j := ow * g.SW; j < min(ow*g.SW+g.KW, g.W); j++ {
+				s += math.Pow(x[(nc*g.H+i)*g.W+j], g.P)
+			}
+		}
+		return LpPoolCoefSum(dy[o], k/c*s, k, c, g.P)
+	}
+	return LpPoolCoef(dy[o], y[o], k, c, g.P)
+}
+
 // lpGather sums, per input cell, the coefficients of the windows holding
 // it (oh-major) and multiplies by x^(p-1); with abs it sums and multiplies
 // absolute values instead.
@@ -112,8 +152,15 @@ func lpGather(g LpPoolGeom, dy, x, y []float64, abs bool) []float64 {
 		return v
 	}
 	ho, wo := g.Out()
+	coef := make([]float64, len(dy))
+	for nc := 0; nc < g.N*g.C; nc++ {
+		for oh := 0; oh < ho; oh++ {
+			for ow := 0; ow < wo; ow++ {
+				coef[(nc*ho+oh)*wo+ow] = mag(g.coef(dy, x, y, nc, oh, ow))
+			}
+		}
+	}
 	out := make([]float64, g.N*g.C*g.H*g.W)
-	k := float64(g.KH * g.KW)
 	for nc := 0; nc < g.N*g.C; nc++ {
 		for i := 0; i < g.H; i++ {
 			for j := 0; j < g.W; j++ {
@@ -126,8 +173,7 @@ func lpGather(g LpPoolGeom, dy, x, y []float64, abs bool) []float64 {
 						if j < ow*g.SW || j >= ow*g.SW+g.KW {
 							continue
 						}
-						o := (nc*ho+oh)*wo + ow
-						s += mag(LpPoolCoef(dy[o], y[o], k, float64(g.count(oh, ow)), g.P))
+						s += coef[(nc*ho+oh)*wo+ow]
 					}
 				}
 				c := (nc*g.H+i)*g.W + j
