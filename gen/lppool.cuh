@@ -9,7 +9,13 @@
 //   dx_i   = x_i^(p-1) * Σ_{w∋i} coef_w
 //
 // The select discards a NaN or inf dy of a zero window (PyTorch's relu
-// mask); the window sum comes before the x factor as in avg_pool's
+// mask). A NaN window (y_w NaN) gives coef_w*0: PyTorch's sign(NaN) is 0,
+// so for p == 1 (coef_w finite) it contributes 0 unless dy_w is NaN or
+// inf, and NaN for any other p. For p < 1 a window whose y_w overflowed to
+// +inf takes y_w^(1-p) as q_w^(1/p-1) of its pooled sum
+// q_w = (K/c_w) Σ_{i∈w} x_i^p, recomputed from x (PyTorch's backward works
+// from q_w, which did not overflow): a rare path, taken after phase 1's
+// loop. The window sum comes before the x factor as in avg_pool's
 // backward, so a cell in no window gets 0*x^(p-1) (0 unless x^(p-1) is NaN
 // or inf). Negative x with a non-integer p gives NaN (x^(p-1) is NaN).
 //
@@ -156,10 +162,16 @@ __device__ __forceinline__ float lp_load(const __nv_bfloat16* p) {
 }
 
 // LpP1: p == 1. y_w^0 = x^0 = 1, so coef_w = dy_w * (K/c_w) and
-// dx_i = Σ coef_w (y may be negative; y == 0 still selects 0).
+// dx_i = Σ coef_w (y may be negative; y == 0 still selects 0). A NaN y
+// gives (dy_w * (K/c_w))*0: PyTorch's sign(NaN) = 0 scales the window's
+// gradient, which is finite for p == 1, so only a NaN or inf dy survives.
 struct LpP1 {
 	static constexpr int rows = 4;  // input rows a thread of lppool_pack takes (ops/lppool_launch.go rowsPer)
-	template <typename T, typename M> __device__ static M coef(M g, M f, M, M) { return g * f; }
+	static constexpr bool pooled = false;
+	template <typename T, typename M> __device__ static M coef(M g, M f, M y, M) {
+		const M c = g * f;
+		return y != y ? c * M(0) : c;
+	}
 	template <typename M> __device__ static M xpow(M, M) { return M(1); }
 };
 
@@ -170,6 +182,7 @@ struct LpP2 {
 	// with more resident blocks are faster for bf16 (f32 runs the same
 	// either way).
 	static constexpr int rows = 2;
+	static constexpr bool pooled = false;
 	template <typename T, typename M> __device__ static M coef(M g, M f, M y, M) { return lp_quot<T>(g * f, y); }
 	template <typename M> __device__ static M xpow(M x, M) { return x; }
 };
@@ -177,9 +190,11 @@ struct LpP2 {
 // LpGeneral: any finite p > 0. coef_w = dy_w * (K/c_w) * y_w^(1-p) and
 // dx_i = x_i^(p-1) * Σ coef_w, with precise pow (pm1 = p - 1 rounded once
 // from double): x < 0 with non-integer p - 1 gives NaN, x == 0 with p < 1
-// gives inf, as PyTorch.
+// gives inf, as PyTorch. pooled: for p < 1, a window whose y overflowed
+// takes its coefficient from the pooled sum (lp_pooled_coef).
 struct LpGeneral {
 	static constexpr int rows = 2;  // pow needs the registers
+	static constexpr bool pooled = true;
 	template <typename T, typename M> __device__ static M coef(M g, M f, M y, M pm1) { return (g * f) * bc_pow(y, -pm1); }
 	template <typename M> __device__ static M xpow(M x, M pm1) { return bc_pow(x, pm1); }
 };
@@ -234,14 +249,14 @@ extern __shared__ double lp_smem[];
 // LpRow is an input row's record, which the prologue fills once per tile
 // (ops/lppool_launch.go lpRowBytes): its x and dx rows, the window rows [oh_lo,
 // oh_hi] holding it (empty when oh_lo > oh_hi) and rows oh_lo of its y and
-// dy planes; valid is 0 for a row past the input, first 1 for row 0 of a
-// plane.
+// dy planes; valid is 0 for a row past the input; i is the row's index
+// in its plane.
 struct __align__(16) LpRow {
 	const void* x;
 	void* dx;
 	const void* y;
 	const void* dy;
-	int oh_lo, oh_hi, valid, first;
+	int oh_lo, oh_hi, valid, i;
 };
 static_assert(sizeof(LpRow) == 48, "LpRow must match lpRowBytes in ops/lppool_launch.go");
 
@@ -251,6 +266,74 @@ template <> struct __align__(8) LpVec<float, 2> { float v[2]; };
 template <> struct __align__(16) LpVec<float, 4> { float v[4]; };
 template <> struct __align__(16) LpVec<double, 2> { double v[2]; };
 template <> struct __align__(16) LpVec<double, 4> { double v[4]; };
+
+// lp_pooled_coef is the coefficient of window (oh, ow) from its pooled sum,
+// recomputed from x: dy * (K/c) * q^(1/p-1), q = (K/c) * Σ_{i∈w} x_i^p in
+// opmath, the operand of PyTorch's pow(q, 1/p) (f = K/c). For p < 1 the
+// kernel takes it where y = +inf: y = q^(1/p) overflowed while q did not,
+// and PyTorch's gradient, which comes from q, is finite. row is the record
+// of an input row of the window's plane.
+template <typename T, typename M>
+__device__ __forceinline__ M lp_pooled_coef(const LpPoolLayout& L, const LpRow& row, int oh, int ow, M g, M f, double p) {
+	const int r0 = oh * L.sh, c0 = ow * L.sw;
+	const int nr = min(L.kh, L.H - r0), nc = min(L.kw, L.W - c0);
+	const T* xw = static_cast<const T*>(row.x) + ((i64)(r0 - row.i) * L.stride[0][2] + (i64)c0 * L.stride[0][3]);
+	const M ep = M(p), eq = M(lp_fdiv(1.0, p) - 1.0);
+	// One pow call site (code size): x^p of each cell, then q^(1/p-1).
+	M q = M(0), v;
+#pragma unroll 1
+	for (int r = 0, c = 0;; ++c) {
+		if (c == nc) {
+			c = 0;
+			++r;
+		}
+		M b = f * q, e = eq;
+		if (r < nr) {
+			b = to_op(xw[r * L.stride[0][2] + c * L.stride[0][3]]);
+			e = ep;
+		}
+		v = bc_pow(b, e);
+		if (r == nr) break;
+		q += v;
+	}
+	return (g * f) * v;
+}
+
+// lp_posinf reports whether v is +inf.
+__device__ __forceinline__ bool lp_posinf(float v) { return v == __int_as_float(0x7f800000); }
+__device__ __forceinline__ bool lp_posinf(double v) { return v == __longlong_as_double(0x7ff0000000000000ll); }
+
+// lp_phase1_pooled adds to s[ow - cb] (ADD), or writes there (!ADD), for
+// the window columns of the thread in [cb, ce] and each of its nrow input
+// rows, the sum of the coefficients of the windows with y = +inf, which
+// lp_phase1 leaves out (p < 1: lp_pooled_coef), in increasing oh. It runs
+// only where phase 1 met such a window, after phase 1's loop, so that the
+// pooled sum's registers are not live across that loop; a window shared by
+// two rows is recomputed.
+template <typename T, int V, int R, bool ADD>
+__device__ __forceinline__ void lp_phase1_pooled(const LpPoolLayout& L, const LpRow* rw, int nrow, int cb, int ce,
+		int u, LpVec<typename OpMath<T>::type, R>* s, double p) {
+	typedef typename OpMath<T>::type M;
+	const i64 yw = V > 1 ? 1 : L.stride[1][3], gw = V > 1 ? 1 : L.stride[2][3];
+#pragma unroll 1
+	for (int ow = cb + u; ow <= ce; ow += L.tu) {
+#pragma unroll 1
+		for (int e = 0; e < nrow; ++e) {
+			const LpRow& row = rw[e];
+			M acc = ADD ? s[ow - cb].v[e] : M(0);
+#pragma unroll 1
+			for (int oh = row.oh_lo; oh <= row.oh_hi; ++oh) {
+				const T* yr = static_cast<const T*>(row.y) + (oh - row.oh_lo) * L.stride[1][2];
+				if (!lp_posinf(lp_load(yr + ow * yw))) continue;
+				const T* gr = static_cast<const T*>(row.dy) + (oh - row.oh_lo) * L.stride[2][2];
+				M f_in, f_end;
+				lp_factors(L, oh == L.Ho - 1, f_in, f_end);
+				acc += lp_pooled_coef<T>(L, row, oh, ow, lp_load(gr + ow * gw), ow == L.Wo - 1 ? f_end : f_in, p);
+			}
+			s[ow - cb].v[e] = acc;
+		}
+	}
+}
 
 // lp_phase1 fills s[ow - cb] for the window columns [cb, ce] of a pass
 // with, for each of the R input rows of a thread row (the first nrow
@@ -263,15 +346,18 @@ template <> struct __align__(16) LpVec<double, 4> { double v[4]; };
 // each window row's y and dy loads issued before any arithmetic. Columns
 // past ce are clamped to ce (loaded, computed and dropped) rather than
 // predicated. A zero window (y == 0) gives 0, PyTorch's relu select, which
-// also discards a NaN or inf dy. The row records rw stay in shared memory
-// and are read where needed (fewer registers).
+// also discards a NaN or inf dy; for p < 1 (pm1 < 0) a window with y = +inf
+// takes its coefficient from the pooled sum (Op::pooled, lp_pooled_coef).
+// The row records rw stay in shared memory and are read where needed
+// (fewer registers).
 template <typename T, typename Op, int V, int B, int R>
-__device__ __forceinline__ void lp_phase1(const LpPoolLayout& L, const LpRow* rw, int nrow, unsigned brk, int cb,
+__device__ __forceinline__ bool lp_phase1(const LpPoolLayout& L, const LpRow* rw, int nrow, unsigned brk, int cb,
 		int ce, int u, LpVec<typename OpMath<T>::type, R>* s, typename OpMath<T>::type pm1) {
 	typedef typename OpMath<T>::type M;
 	// The pack variant has y and dy dense along W.
 	const i64 yw = V > 1 ? 1 : L.stride[1][3], gw = V > 1 ? 1 : L.stride[2][3];
 	const i64 ys = L.stride[1][2], gs = L.stride[2][2];
+	bool pooled = false;
 #pragma unroll 1
 	for (int ow = cb + u; ow <= ce; ow += B * L.tu) {
 		int oc[B];
@@ -319,6 +405,11 @@ __device__ __forceinline__ void lp_phase1(const LpPoolLayout& L, const LpRow* rw
 				for (int k = 0; k < B; ++k) {
 					M cf = Op::template coef<T>(gv[k], oc[k] == L.Wo - 1 ? f_end : f_in, yv[k], pm1);
 					cf = yv[k] == M(0) ? M(0) : cf;
+					if (Op::pooled) {
+						const bool big = pm1 < M(0) && lp_posinf(yv[k]);
+						pooled |= big;
+						cf = big ? M(0) : cf;
+					}
 #pragma unroll
 					for (int e = 0; e < R; ++e)
 						if (in[e]) acc[k].v[e] += cf;
@@ -330,6 +421,7 @@ __device__ __forceinline__ void lp_phase1(const LpPoolLayout& L, const LpRow* rw
 		for (int k = 0; k < B; ++k)
 			if (ow + k * L.tu <= ce) s[oc[k] - cb] = acc[k];
 	}
+	return pooled;
 }
 
 // lp_cell_entry is the phase-2 table entry of cell j: the byte offset in a
@@ -464,7 +556,7 @@ __device__ __forceinline__ void lp_tiled(const T* __restrict__ x, const T* __res
 		info.y = y + (lp_plane(L, nc, 1) + info.oh_lo * L.stride[1][2]);
 		info.dy = dy + (lp_plane(L, nc, 2) + info.oh_lo * L.stride[2][2]);
 		info.valid = row < L.rows;
-		info.first = i == 0;
+		info.i = i;
 		rows[t] = info;
 		if (t % R == 0) {
 			LpVec<M, R> z;
@@ -492,7 +584,7 @@ __device__ __forceinline__ void lp_tiled(const T* __restrict__ x, const T* __res
 		for (int e = 0; e < R; ++e) {
 			const LpRow& w = myrows[e];
 			if (w.valid) nrow = e + 1;
-			if (w.first) brk |= 1u << e;
+			if (w.i == 0) brk |= 1u << e;
 		}
 	}
 	const bool active = nrow > 0 && j0 < L.W;
@@ -513,7 +605,8 @@ __device__ __forceinline__ void lp_tiled(const T* __restrict__ x, const T* __res
 	LpVec<M, R>* srow = sm + r * srow_len;
 	constexpr int B = WIDE ? (sizeof(M) == 8 ? 1 : 2) : V == 1 ? 1 : R == 4 && V == 8 ? 2 : V / 2;
 	if (!WIDE) {
-		if (nrow > 0) lp_phase1<T, Op, V, B, R>(L, myrows, nrow, brk, ow0, ow_end, u, srow, pm1);
+		if (nrow > 0 && lp_phase1<T, Op, V, B, R>(L, myrows, nrow, brk, ow0, ow_end, u, srow, pm1) && Op::pooled)
+			lp_phase1_pooled<T, V, R, true>(L, myrows, nrow, ow0, ow_end, u, srow, p);
 		__syncthreads();
 		if (!active) return;
 		// Phase 2 and the stores, P rows at a time.
@@ -540,13 +633,34 @@ __device__ __forceinline__ void lp_tiled(const T* __restrict__ x, const T* __res
 		M acc = M(0);
 		int lo, hi;
 		lp_windows(L, j0, j0, lo, hi);
+		// Whether phase 1 left a window out, for the block: in shared memory
+		// rather than a register held across the passes, set after a
+		// pass's first barrier (which orders it after thread 0's clearing).
+		__shared__ int pooled_any;
+		if (Op::pooled && tid == 0) pooled_any = 0;
 #pragma unroll 1
 		for (int cb = ow0; cb <= ow_end; cb += L.nw_max) {
 			const int ce = min(cb + L.nw_max - 1, ow_end);
-			if (nrow > 0) lp_phase1<T, Op, V, B, R>(L, myrows, nrow, brk, cb, ce, u, srow, pm1);
+			const bool pooled = nrow > 0 && lp_phase1<T, Op, V, B, R>(L, myrows, nrow, brk, cb, ce, u, srow, pm1);
 			__syncthreads();
+			if (Op::pooled && pooled) pooled_any = 1;
 			if (active) lp_phase2_wide(lo, hi, cb, ce, reinterpret_cast<LpVec<M, 1>*>(srow), acc);
 			__syncthreads();  // before the next pass overwrites s
+		}
+		// The windows phase 1 left out (y = +inf, p < 1), in passes of their
+		// own where any thread of the block met one (the registers of the
+		// pooled sum are not live across the passes above). Where there was
+		// a pass, the last ended with a barrier, so pooled_any is the
+		// block's.
+		if (Op::pooled && ow0 <= ow_end && pooled_any) {
+#pragma unroll 1
+			for (int cb = ow0; cb <= ow_end; cb += L.nw_max) {
+				const int ce = min(cb + L.nw_max - 1, ow_end);
+				if (nrow > 0) lp_phase1_pooled<T, V, R, false>(L, myrows, nrow, cb, ce, u, srow, p);
+				__syncthreads();
+				if (active) lp_phase2_wide(lo, hi, cb, ce, reinterpret_cast<LpVec<M, 1>*>(srow), acc);
+				__syncthreads();
+			}
 		}
 		if (active) static_cast<T*>(myrows[0].dx)[j0 * L.stride[3][3]] = lp_round<T>(acc * Op::xpow(to_op(xs), pm1));
 	}

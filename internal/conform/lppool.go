@@ -220,8 +220,11 @@ func LpPoolPs(op string) []float64 {
 }
 
 // lpInputs draws x, with whole windows zeroed (the y == 0 select), zeros
-// and negatives (rare for a non-integer p, where they make NaN), and dy,
-// NaN on some zero windows (which the select must discard).
+// and negatives (rare for a non-integer p, where they make NaN), a few NaN
+// cells (NaN windows, which give 0 for p == 1), for p < 1 whole windows of
+// large values (y overflows the dtype while the pooled sum does not: the
+// kernel recomputes the sum), and dy, NaN on some zero windows (which the
+// select must discard).
 func lpInputs(rng *rand.Rand, g ref.LpPoolGeom, dt dtype.DType) (x, y, dy []float64) {
 	ho, wo := g.Out()
 	x = make([]float64, g.N*g.C*g.H*g.W)
@@ -237,17 +240,25 @@ func lpInputs(rng *rand.Rand, g ref.LpPoolGeom, dt dtype.DType) (x, y, dy []floa
 		if rng.IntN(10) == 0 {
 			v = 0
 		}
+		if rng.IntN(64) == 0 {
+			v = math.NaN()
+		}
 		x[i] = dtype.Round(dt, v)
 	}
 	for nc := 0; nc < g.N*g.C; nc++ {
 		for oh := 0; oh < ho; oh++ {
 			for ow := 0; ow < wo; ow++ {
-				if rng.IntN(6) != 0 {
+				kind := rng.IntN(6)
+				if kind > 1 || kind == 1 && g.P >= 1 {
 					continue
 				}
 				for i := oh * g.SH; i < min(oh*g.SH+g.KH, g.H); i++ {
 					for j := ow * g.SW; j < min(ow*g.SW+g.KW, g.W); j++ {
-						x[(nc*g.H+i)*g.W+j] = 0
+						v := 0.0
+						if kind == 1 {
+							v = dtype.Round(dt, lpLarge(dt)*(0.25+0.25*rng.Float64()))
+						}
+						x[(nc*g.H+i)*g.W+j] = v
 					}
 				}
 			}
@@ -263,6 +274,19 @@ func lpInputs(rng *rand.Rand, g ref.LpPoolGeom, dt dtype.DType) (x, y, dy []floa
 		}
 	}
 	return x, y, dy
+}
+
+// lpLarge is the dtype's largest finite value.
+func lpLarge(dt dtype.DType) float64 {
+	switch dt {
+	case dtype.F16:
+		return 65504
+	case dtype.BF16:
+		return 0x1.fep127
+	case dtype.F32:
+		return math.MaxFloat32
+	}
+	return math.MaxFloat64
 }
 
 // LpPoolTol is the tolerance of one dx element: the dtype's elementwise
