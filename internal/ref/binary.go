@@ -31,7 +31,7 @@ func BinaryForward(op string, a, b, s float64) float64 {
 		}
 		return math.Min(a, b)
 	case "pow":
-		return math.Pow(a, b)
+		return Pow(a, b)
 	case "atan2":
 		return math.Atan2(a, b)
 	case "hypot":
@@ -76,11 +76,11 @@ func BinaryBackward(op string, g, a, b, s float64) (da, db float64) {
 		return da, db
 	case "pow":
 		if b != 0 {
-			da = g * (b * math.Pow(a, b-1))
+			da = g * (b * Pow(a, b-1))
 		}
 		f := 0.0
 		if !(a == 0 && b >= 0) {
-			f = math.Pow(a, b) * math.Log(a)
+			f = Pow(a, b) * Log(a)
 		}
 		return da, g * f
 	case "atan2":

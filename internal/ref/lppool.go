@@ -60,11 +60,11 @@ func LpPoolForward(g LpPoolGeom, x []float64) []float64 {
 				s := 0.0
 				for i := oh * g.SH; i < min(oh*g.SH+g.KH, g.H); i++ {
 					for j := ow * g.SW; j < min(ow*g.SW+g.KW, g.W); j++ {
-						s += math.Pow(x[(nc*g.H+i)*g.W+j], g.P)
+						s += Pow(x[(nc*g.H+i)*g.W+j], g.P)
 					}
 				}
 				out := s / float64(g.count(oh, ow))
-				y[(nc*ho+oh)*wo+ow] = math.Pow(out*k, 1/g.P)
+				y[(nc*ho+oh)*wo+ow] = Pow(out*k, 1/g.P)
 			}
 		}
 	}
@@ -86,7 +86,7 @@ func LpPoolCoef(dy, y, k, c, p float64) float64 {
 	if y == 0 {
 		return 0
 	}
-	w := dy * (k / c) * math.Pow(y, 1-p)
+	w := dy * (k / c) * Pow(y, 1-p)
 	if math.IsNaN(y) {
 		return w * 0
 	}
@@ -99,7 +99,7 @@ func LpPoolCoef(dy, y, k, c, p float64) float64 {
 // The backward takes it where p < 1 and y = +inf: y overflowed while q did
 // not, and PyTorch's gradient, which comes from q, is finite.
 func LpPoolCoefSum(dy, q, k, c, p float64) float64 {
-	return dy * (k / c) * math.Pow(q, 1/p-1)
+	return dy * (k / c) * Pow(q, 1/p-1)
 }
 
 // LpPoolBackward returns dx [N, C, H, W] for the saved x, y and the upstream
@@ -133,7 +133,7 @@ func (g LpPoolGeom) coef(dy, x, y []float64, nc, oh, ow int) float64 {
 		s := 0.0
 		for i := oh * g.SH; i < min(oh*g.SH+g.KH, g.H); i++ {
 			for j := ow * g.SW; j < min(ow*g.SW+g.KW, g.W); j++ {
-				s += math.Pow(x[(nc*g.H+i)*g.W+j], g.P)
+				s += Pow(x[(nc*g.H+i)*g.W+j], g.P)
 			}
 		}
 		return LpPoolCoefSum(dy[o], k/c*s, k, c, g.P)
@@ -177,7 +177,7 @@ func lpGather(g LpPoolGeom, dy, x, y []float64, abs bool) []float64 {
 					}
 				}
 				c := (nc*g.H+i)*g.W + j
-				out[c] = s * mag(math.Pow(x[c], g.P-1))
+				out[c] = s * mag(Pow(x[c], g.P-1))
 			}
 		}
 	}
