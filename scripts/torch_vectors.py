@@ -126,8 +126,10 @@ class Gen:
                 out.append(self.rng.gauss(0, 1))
         return out
 
-    def row(self, kind, n):
-        """n values of one adversarial kind (see KINDS)."""
+    def row(self, kind, n, terms=1):
+        """n values of one adversarial kind (see KINDS). terms > 1 scales
+        "large" values down so that a sum of that many of them cannot
+        overflow, whatever its order (see slices_fill)."""
         rng, r = self.rng, self.r
         v = [rng.gauss(0, 2) for _ in range(n)]
         at = lambda: rng.randrange(n)
@@ -168,7 +170,7 @@ class Gen:
         elif kind == "subnormal":
             v = [self.sign() * r.sub * rng.randint(1, 60) for _ in range(n)]
         elif kind == "large":
-            v = [self.sign() * r.max * rng.uniform(0.3, 0.9) for _ in range(n)]
+            v = [self.sign() * r.max / terms * rng.uniform(0.3, 0.9) for _ in range(n)]
         elif kind == "const":
             c = rng.gauss(0, 2)
             v = [c] * n
@@ -217,7 +219,12 @@ def binary_palette(g, op, second):
     if op == "pow" and second:
         return [0.0, -0.0, 1.0, 2.0, 3.0, -1.0, -2.0, 0.5, -0.5, 2.5, nan, inf, -inf, 7.0, -3.0]
     if op == "pow":
-        return [0.0, -0.0, 1.0, -1.0, 2.0, -2.0, 0.5, -0.5, nan, inf, -inf, r.sub * 5, r.max / 2, 1.0 + r.eps, 1.5]
+        # max/3, not max/2: at a = max/2, e = 2, da's e*a^(e-1) is the
+        # largest finite value exactly, and the device pow's last-ulp error
+        # decides between it and inf (CUDA's pow(max/2, 1) is 2^1023, one
+        # ulp above max/2, so PyTorch's f64 da is -inf, the exact one
+        # finite): rounding, not the formula.
+        return [0.0, -0.0, 1.0, -1.0, 2.0, -2.0, 0.5, -0.5, nan, inf, -inf, r.sub * 5, r.max / 3, 1.0 + r.eps, 1.5]
     return [0.0, -0.0, 1.0, -2.5, 0.5, 3.0, nan, inf, -inf, r.sub * 3, -r.tiny, r.max * 0.75, -r.max / 3,
             math.sqrt(r.max) * 2, 0.25]
 
@@ -300,9 +307,19 @@ def reduce_run(op, params, t):
     return {"y": y, "dx": dx}
 
 
-def slices_fill(g, shape, axis, kinds, pick_random):
+def slices_fill(g, shape, axis, kinds, pick_random, terms=1):
     """Values of shape whose slices along axis are each one kind (in order,
-    cycling, or drawn at random)."""
+    cycling, or drawn at random).
+
+    terms: for an op whose gradient sums up to that many values of a slice
+    (var's and std's mean, cumsum's reverse sum of dy), "large" values are
+    at most 0.9*max/terms, so that no partial sum overflows in any order.
+    Near the largest finite value a sum overflows or not depending on the
+    order it is taken in (summed left to right, [-1.1, 1.3, -1.5, -0.9,
+    1.5] * 1e308 reaches -2.2e308 and overflows; with four accumulators, as
+    PyTorch's CUDA mean took it, it does not), and PyTorch's order (set by
+    its reduction's and scan's launch configuration) is no part of the
+    gradient's definition: no other implementation could match it."""
     axis %= len(shape)
     k = shape[axis]
     outer = numel(shape[:axis])
@@ -311,7 +328,7 @@ def slices_fill(g, shape, axis, kinds, pick_random):
     for s in range(outer * inner):
         o, i = divmod(s, inner)
         kd = g.rng.choice(kinds) if pick_random else kinds[s % len(kinds)]
-        for j, v in enumerate(g.row(kd, k)):
+        for j, v in enumerate(g.row(kd, k, terms)):
             vals[(o * k + j) * inner + i] = v
     return vals
 
@@ -342,7 +359,7 @@ def reduce_cases(op, dt_name, seed):
         params = {"axis": axis, "keepdim": keepdim}
         if op in ("var", "std"):
             params["correction"] = c
-        x = slices_fill(g, shape, axis, kd, rand)
+        x = slices_fill(g, shape, axis, kd, rand, shape[axis] if op in ("var", "std") else 1)
         specials = (0.0, nan) if op in ("var", "std") else (0.0, nan, inf, -inf)
         out.append((name, "reduce", op, dt_name, shape, params, {"x": x}, specials))
     return out
@@ -388,7 +405,7 @@ def scan_cases(op, dt_name, seed):
             name = "scan/%s/%s/%s/%s" % (op, dt_name, label, "reverse" if reverse else "forward")
             g = Gen(seed, name, DTYPES[dt_name])
             params = {"axis": axis, "reverse": reverse}
-            vals = slices_fill(g, shape, axis, kinds, rand)
+            vals = slices_fill(g, shape, axis, kinds, rand, shape[axis] if op == "cumsum" else 1)
             if op == "cumsum":
                 inputs = {"x": [g.rng.gauss(0, 1) for _ in vals], "dy": vals}
             else:
