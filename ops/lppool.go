@@ -18,9 +18,10 @@ import (
 // count (c_w < K only for ceil-mode windows at the right or bottom edge).
 // PyTorch computes it as q_w = K * sign(a_w) * relu(|a_w|), y_w = q_w^(1/p),
 // with a_w = avg_pool(x^p) (the in-bounds mean), and autograd takes the
-// backward through each op: pow's g*(1/p)*q^(1/p-1), the factor K,
-// sign(a)*relu, then abs's sgn(a), avg_pool's 1/c_w and pow's
-// p*x^(p-1). The backward computes the same, with g = dy,
+// backward through each op: pow's g*(1/p)*q^(1/p-1), the factor K, the
+// product's sign(a), relu's select (0 where |a| <= 0), abs's sgn(a),
+// avg_pool's 1/c_w and pow's p*x^(p-1) (sign's own gradient is 0). The
+// backward computes the same, with g = dy,
 //
 //	coef_w = 0 if y_w == 0, else g_w * (K/c_w) * y_w^(1-p)
 //	dx_i   = x_i^(p-1) * Σ_{w∋i} coef_w
