@@ -195,7 +195,7 @@ __device__ __forceinline__ void scan_backward_col(const T* __restrict__ dy, cons
 	const bool fast = r.direct_ok();  // as in the row kernel
 	if (Op::fwd && (!Direct<Op>::on || __syncthreads_or(!fast))) {
 		// Chunked cumprod: the state before the tile, where a NaN y asks.
-		if (Op::fwd_shortcut && chunked && __syncthreads_or(!fast && r.nan_before()))
+		if (Op::fwd_shortcut && chunked && __syncthreads_or(!fast && r.nan_y()))
 			f = scan_fwd_wait<Op, M>(ws, L, q, unit, s, has, ready);
 		s_fwd[warp][lane] = r.fwd_total();
 		__syncthreads();

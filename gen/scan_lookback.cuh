@@ -29,7 +29,8 @@ __device__ __forceinline__ Aff<M> warp_carry_scan(Aff<M> v, int lane, bool rev, 
 }
 
 // warp_fwd_scan: the exclusive forward combine across lanes (the forward
-// state flows from lanes earlier in scan order) and the warp's total.
+// state flows from lanes earlier in scan order, combined in that order)
+// and the warp's total.
 template <typename Op, typename M>
 __device__ __forceinline__ M warp_fwd_scan(M v, int lane, bool rev, M& total) {
 	const int dir = rev ? 1 : -1;
@@ -37,7 +38,7 @@ __device__ __forceinline__ M warp_fwd_scan(M v, int lane, bool rev, M& total) {
 	for (int off = 1; off < 32; off <<= 1) {
 		const int src = lane + dir * off;
 		const M o = __shfl_sync(0xffffffffu, v, src & 31);
-		if (src >= 0 && src < 32) v = Op::fwd_combine(v, o);
+		if (src >= 0 && src < 32) v = Op::fwd_combine(o, v);
 	}
 	const int src = lane + dir;
 	const M e = __shfl_sync(0xffffffffu, v, src & 31);

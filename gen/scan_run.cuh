@@ -175,12 +175,13 @@ struct ScanRun {
 	// filled y before lo with yb).
 	__device__ __forceinline__ M y_before(int i) const { return i > 0 ? yv[i > 0 ? i - 1 : 0] : yb; }
 
-	// nan_before: y before some element of the run is NaN (cumprod's dx
-	// depends on the forward state only there, see scan_fwd_unit).
-	__device__ __forceinline__ bool nan_before() const {
-		bool nan = false;
+	// nan_y: y of some element of the run, or y before it, is NaN
+	// (cumprod's dx depends on the forward state only there, see
+	// scan_fwd_unit).
+	__device__ __forceinline__ bool nan_y() const {
+		bool nan = bc_isnan(yb);
 #pragma unroll
-		for (int i = 0; i < N; ++i) nan = nan | bc_isnan(y_before(i));
+		for (int i = 0; i < N; ++i) nan = nan | bc_isnan(yv[i]);
 		return nan;
 	}
 
@@ -215,26 +216,30 @@ struct ScanRun {
 			// with exp in three instructions and no first test in
 			// logcumsumexp's prep it spills less with it than without.
 			const bool first0 = ifirst == 0;
+			auto w = Op::walk(f);
 #pragma unroll
 			for (int i = 0; i < N; ++i) {
-				Op::template prep<Narrow<T>::value>(xv[i], yv[i], y_before(i), i == 0 && first0, single, f, a[i], c[i]);
-				if (Op::fwd) f = Op::fwd_combine(f, Op::fwd_value(xv[i]));
+				Op::template prep<Narrow<T>::value>(xv[i], yv[i], y_before(i), i == 0 && first0, single, w, g[i], a[i],
+						c[i]);
+				if (Op::fwd) w = Op::step(w, xv[i]);
 			}
 			return;
 		}
+		auto w = Op::walk(f);
 #pragma unroll
 		for (int i = 0; i < N; ++i) {
 			const M yp = y_before(i);
-			M ai, ci;
+			M ai, ci, gi = g[i];
 			if (Op::mask_factors) {
-				if (MaskTake<Op>::take(f, xv[i])) cm |= 1u << i;
+				if (MaskTake<Op>::take(w, xv[i])) cm |= 1u << i;
 			} else {
-				Op::template prep<Narrow<T>::value>(xv[i], yv[i], yp, i == ifirst, single, f, ai, ci);
+				Op::template prep<Narrow<T>::value>(xv[i], yv[i], yp, i == ifirst, single, w, gi, ai, ci);
 				const bool v = (vm >> i & 1u) != 0;
 				a[i] = v ? ai : M(1);
 				c[i] = v ? ci : M(1);
+				g[i] = v ? gi : g[i];
 			}
-			if (Op::fwd) f = Op::fwd_combine(f, Op::fwd_value(xv[i]));
+			if (Op::fwd) w = Op::step(w, xv[i]);
 		}
 		cm &= vm;
 	}
@@ -247,20 +252,25 @@ struct ScanRun {
 		s = scan_fma(u, M(0), scan_fma(v, M(0), s));
 		m = scan_fmin(m, scan_fmin(bc_fabs(u), bc_fabs(v)));
 	}
+	static __device__ __forceinline__ void plain_one(M& s, M& m, M v) {
+		s = scan_fma(v, M(0), s);
+		m = scan_fmin(m, bc_fabs(v));
+	}
 	static __device__ __forceinline__ bool plain_done(M s, M m) { return s == M(0) && m > M(0); }
 
 	// direct_ok: a Direct op's run takes the direct form: every x of the
-	// run and every y before one of its elements is finite and nonzero
-	// (past the run x holds 1, y holds yb, which is 1 where the run starts
-	// the slice: c there). Then no zero came before any element (y before
-	// it would be 0 or NaN), so the forward state is not needed, a = x and
-	// c = y before: the factors of prep's plain run, without prep. An
-	// empty run passes too.
+	// run and every y of or before one of its elements is finite and
+	// nonzero (outside the run x holds 1, y holds yb, which is 1 where the
+	// run starts the slice: c there). Then no zero came before any element
+	// (y before it would be 0 or NaN), so the forward state is not needed,
+	// a = x and c = y before, and every y is finite, so h = g: the factors
+	// of prep's plain run, without prep. An empty run passes too.
 	__device__ __forceinline__ bool direct_ok() const {
 		if (!Direct<Op>::on) return false;
 		M s = M(0), m = scan_inf<M>();
 #pragma unroll
 		for (int i = 0; i < N; ++i) plain_pair(s, m, xv[i], y_before(i));
+		plain_one(s, m, yv[N - 1]);
 		return cnt == 0 || plain_done(s, m);
 	}
 

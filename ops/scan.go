@@ -16,13 +16,15 @@ import (
 // when the forward ran in reverse (Reverse). With g = dy every op is one
 // recurrence, run from the end of the slice to its start:
 //
-//	S_k  = g_k + V_{k+1}                      (V past the end is 0)
-//	dx_k = c_k == 0 ? 0 : c_k * S_k
-//	V_k  = a_k (.) S_k,   a (.) b = (a == 0 || b == 0) ? 0 : a*b
+//	S_k  = h_k + V_{k+1}                      (V past the end is 0)
+//	dx_k = c_k (.) S_k
+//	V_k  = a_k (.) S_k
 //
-// The strong-zero product keeps a cut (a_k == 0) exact: an inf or NaN from
-// later elements never reaches the elements before it. The factors a_k and
-// c_k of each op, as in gen/scan.cuh:
+// h_k is g_k, or the op's stand-in for it (cumprod: see ScanCumprod). (.)
+// is the strong-zero product, a (.) b = (a == 0 || b == 0) ? 0 : a*b,
+// which keeps a cut (a_k == 0) exact: an inf or NaN from later elements
+// never reaches the elements before it. The factors a_k and c_k of each
+// op, as in gen/scan.cuh:
 //
 //	cumsum        a = c = 1
 //	cumprod       a = x_k, c = y_{k-1} (y_{-1} = 1)
@@ -43,10 +45,22 @@ const (
 	// ScanCumprod: y_k = x_0 * ... * x_k; dx_k = y_{k-1} * Σ_{j>=k} g_j *
 	// x_{k+1}...x_j (y_{-1} = 1), exact with zeros and without division,
 	// so PyTorch's three regions hold: before the first zero z1 the usual
-	// value; at z1 the sum cut at the second zero; after z1 exactly 0, even
-	// where y is NaN. Where x_k is ±inf or NaN and no zero precedes it, dx_k
-	// is NaN (PyTorch's division), except along an axis of length 1, where
-	// dx = dy. Saves x and y.
+	// value; at z1 the sum cut at the second zero z2; after z1 exactly 0,
+	// even where y is NaN. Where x_k is ±inf or NaN and no zero precedes it,
+	// dx_k is NaN (PyTorch's division), except along an axis of length 1,
+	// where dx = dy.
+	//
+	// Infinities and NaN fall as in PyTorch's formulas, which sum terms:
+	// before z1, dx_k = Σ_{k<=j<z1} y_j g_j / x_k, so dx_k is NaN where
+	// the infinite terms y_j g_j (y_j ±inf, or g_j ±inf) have both signs,
+	// or one is inf * 0 or NaN, and ±inf (the sign of the terms over the
+	// sign of x_k) where they share one sign; at z1, dx = y_{z1-1} Σ_j
+	// g_j P_j with P_j the product of the x in (z1, j], likewise NaN or ±inf
+	// by the infinite terms g_j P_j, and NaN where some x in (z1, z2) is
+	// ±inf or NaN and z2 exists (PyTorch's sum then holds P * 0 past z2).
+	// The recurrence takes h_j = g_j |y_j| before z1 where y_j is not
+	// finite, h_j = g_j * inf after z1 once the product P is, and h = NaN
+	// and a = NaN at z2 in that case; h = g elsewhere. Saves x and y.
 	ScanCumprod
 	// ScanCummax: dx_k = the sum of g_j over the j whose forward index is k
 	// (a gather: deterministic, no atomics). The index moves to j when x_j is
@@ -96,8 +110,9 @@ func (op ScanOp) Saved() (x, y bool) {
 }
 
 // forwardState reports whether the op scans a forward state (cumprod: a
-// zero seen; cummax/cummin: the running extremum) besides the backward
-// recurrence; long axes then need two extra passes.
+// zero seen, and ±inf or NaN in x after it; cummax/cummin: the running
+// extremum) besides the backward recurrence; long axes then need two extra
+// passes.
 func (op ScanOp) forwardState() bool {
 	return op == ScanCumprod || op == ScanCummax || op == ScanCummin
 }
