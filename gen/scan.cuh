@@ -16,8 +16,9 @@
 // so the gradient flowing in from later elements reaches element k scaled
 // by a_k. (.) is the op's product: the strong-zero product a (.) b = (a ==
 // 0 || b == 0) ? 0 : a*b, which keeps a cut (a == 0) exact (inf or NaN from
-// later elements never leak past it), or a cheaper form where a is known
-// to be 1 or 0/1. Per op:
+// later elements never leak past it), a cheaper form where a is known to
+// be 1 or 0/1, or for logcumsumexp the plain product (LogcumsumexpBw: inf
+// and NaN spread as in PyTorch's log-space formula). Per op:
 //
 //	cumsum        a = 1,                c = 1
 //	cumprod       a = x_k,              c = y_{k-1} (1 at k = 0)
@@ -45,6 +46,11 @@
 // before k (dx_k is then 0, PyTorch's third region, even where y is NaN)
 // and whether an x that is ±inf or NaN came after it (h_k, see CumprodBw;
 // this combine is not commutative: states combine in scan order).
+//
+// logcumsumexp takes the factor of a thread's run and of a tile directly,
+// exp of y before it minus y of its last element, rather than as the
+// product of its elements' factors (Span): rounding then grows with the
+// tiles a gradient crosses, not the elements.
 //
 // The direction is a run-time flag: a thread loads its run in memory order
 // and reverses it in registers when the forward scan ran from the end, so

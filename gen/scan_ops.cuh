@@ -81,13 +81,20 @@ template <typename M> __device__ __forceinline__ Aff<M> aff_identity() { return 
 // compose(p, q) is p after q (q is nearer the start of the carry) and
 // apply(p, v) is p(v); Op::mul is the op's product a (.) v, the strong-zero
 // product or a cheaper form where a is known to be 1 (cumsum) or 0/1
-// (cummax, cummin).
+// (cummax, cummin), FactorMul<Op> its product of two factors.
+template <typename Op> struct FactorMul {
+	template <typename M> static __device__ __forceinline__ M mul(M a, M b) { return Op::mul(a, b); }
+};
 template <typename Op, typename M> __device__ __forceinline__ Aff<M> compose(Aff<M> p, Aff<M> q) {
-	return Aff<M>{Op::mul(p.a, q.a), p.u + Op::mul(p.a, q.u)};
+	return Aff<M>{FactorMul<Op>::mul(p.a, q.a), p.u + Op::mul(p.a, q.u)};
 }
 template <typename Op, typename M> __device__ __forceinline__ M apply(Aff<M> p, M v) { return p.u + Op::mul(p.a, v); }
 
 template <typename M> __device__ __forceinline__ bool scan_finite(M v) { return v - v == M(0); }
+// scan_tiny is the least positive value (a subnormal).
+template <typename M> __device__ __forceinline__ M scan_tiny();
+template <> __device__ __forceinline__ float scan_tiny<float>() { return __int_as_float(1); }
+template <> __device__ __forceinline__ double scan_tiny<double>() { return __longlong_as_double(1LL); }
 // Infinity and NaN as constants (common.cuh's bc_inf and bc_nan divide at
 // run time, which costs a division routine per call).
 template <typename M> __device__ __forceinline__ M scan_inf();
@@ -344,21 +351,98 @@ template <> __device__ __forceinline__ float scan_exp<true, float>(float v) {
 #endif
 }
 
+// lse_exp is exp(d) for logcumsumexp's factors: at least the least
+// positive value where d is finite (an underflow), so that it keeps an
+// infinity infinite; exactly 0 for d = -inf.
+template <bool Narrow_, typename M> __device__ __forceinline__ M lse_exp(M d) {
+	const M e = scan_exp<Narrow_>(d);
+	return d > -scan_inf<M>() ? scan_fmax(e, scan_tiny<M>()) : e;
+}
+
+// lse_factor is logcumsumexp's factor exp(from - to) between two y values,
+// from before to in scan order: 1 where both are +inf, else lse_exp (0
+// where to is +inf or from -inf; NaN where either is NaN or both are -inf).
+template <bool Narrow_, typename M> __device__ __forceinline__ M lse_factor(M from, M to) {
+	return lse_exp<Narrow_>(from == to && to == scan_inf<M>() ? M(0) : from - to);
+}
+
+// lse_tile_factor is lse_factor for a tile's map, with exp rounded once
+// (float opmath: exp in double): the factors of the tiles a value crosses
+// multiply, and a correctly rounded factor errs by half an ulp either way,
+// where exp's own errors may lean one way for like arguments.
+template <bool Narrow_, typename M> __device__ __forceinline__ M lse_tile_factor(M from, M to) {
+	return lse_factor<Narrow_>(from, to);
+}
+template <> __device__ __forceinline__ float lse_tile_factor<false, float>(float from, float to) {
+	const double d = (double)from - (double)to;
+	const float e = (float)exp(d);
+	const float r = d > -scan_inf<double>() ? fmaxf(e, scan_tiny<float>()) : e;
+	return from == to && to == scan_inf<float>() ? 1.f : r;
+}
+template <> __device__ __forceinline__ float lse_tile_factor<true, float>(float from, float to) {
+	return lse_tile_factor<false, float>(from, to);
+}
+
 // logcumsumexp: dx_k = exp(x_k - y_k) * T_k with T_k = g_k + exp(y_k -
 // y_{k+1}) T_{k+1}, PyTorch's exp(x_k) sum_{j>=k} g_j exp(-y_j) without
-// overflow: every exponent is <= 0 for the nondecreasing y. A leading -inf
-// run (y = -inf) gives NaN, as PyTorch; a NaN in dy contributes nothing, as
-// PyTorch's log-space form (which maps it to the lowest value) does. At
-// the slice's first element a is exp(yp - y) like anywhere else (yp = 0
+// overflow: every exponent is <= 0 for the nondecreasing y. A NaN in dy
+// contributes nothing, as PyTorch's log-space form (which maps it to the
+// lowest value) does.
+//
+// The products are plain, so inf and NaN pass every factor as PyTorch's
+// log-space sums pass them: a NaN in x (y NaN from there on) makes every
+// dx of the slice NaN; an infinite dy reaches every element before it,
+// NaN where a factor is an exact 0, i.e. exp(-inf): past the first +inf
+// of x (y = +inf there, where PyTorch's log g - y is inf - inf), and in
+// dx_k = c_k T_k where x_k = -inf or y_k = +inf; a leading -inf run of x
+// (y = -inf, c = exp(-inf + inf)) is NaN. So the factors keep an exact 0
+// for exp(-inf) apart from an underflow (lse_exp): a factor or c that
+// underflows is the least positive value instead, which keeps an infinite
+// T infinite (PyTorch's log-space dy is infinite at any distance) and
+// scales a finite one to about 0 (a subnormal at most |T| times the least
+// one). Past the first +inf of x (y_{k-1} = y_k = +inf) a is 1: those
+// elements carry the sum of their dy to the exp(-inf) at the first one,
+// where a finite sum gives 0 and an infinite one NaN.
+//
+// At the slice's first element a is exp(yp - y) like anywhere else (yp = 0
 // there, any number): V at the first element reaches no dx, and the maps
 // it enters (its run's, warp's and tile's) are composed only into values
 // for elements before it, of which there are none, so no test is needed.
-struct LogcumsumexpBw : NoFwd, StrongZero {
-	static constexpr bool needs_x = true, needs_y = true, strong = true;
+//
+// The factor of a run and of a tile is lse_factor of the y at their ends
+// (Span), not the product of the element factors: a product of n
+// factors, each rounded, errs by about sqrt(n) eps (n eps where exp's
+// errors lean one way), a factor taken directly by one rounding. So a
+// factor across k tiles holds at most k rounded tile factors and, within
+// the tiles at its ends, the run factors of a warp scan and of the warps
+// between (bounded by the tile's size, not the axis's).
+struct LogcumsumexpBw : NoFwd {
+	// Its products are plain, so a run needs no test for plain factors
+	// (strong false: finish takes the general form, the same arithmetic).
+	static constexpr bool needs_x = true, needs_y = true, strong = false;
+	template <typename M> __device__ static M mul(M a, M v) { return a * v; }
+	template <typename M> __device__ static M scale(M c, M s) { return c * s; }
 	template <typename M> __device__ static M grad(M g) { return bc_isnan(g) ? M(0) : g; }
 	template <bool Narrow_, typename M, typename W> __device__ static void prep(M x, M y, M yp, bool, bool, W, M&, M& a, M& c) {
-		a = scan_exp<Narrow_>(yp - y);
-		c = scan_exp<Narrow_>(x - y);
+		a = lse_factor<Narrow_>(yp, y);
+		c = lse_exp<Narrow_>(x - y);
+	}
+};
+
+// Span<Op>::on: the op takes the factor of a run and of a tile from the y
+// at their ends (LogcumsumexpBw).
+template <typename Op> struct Span {
+	static constexpr bool on = false;
+};
+template <> struct Span<LogcumsumexpBw> {
+	static constexpr bool on = true;
+};
+// Its product of two factors keeps a product of positive factors positive
+// (the least positive value where it underflows).
+template <> struct FactorMul<LogcumsumexpBw> {
+	template <typename M> static __device__ __forceinline__ M mul(M a, M b) {
+		const M p = a * b;
+		return p == M(0) && a != M(0) && b != M(0) ? scan_tiny<M>() : p;
 	}
 };
 

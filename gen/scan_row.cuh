@@ -103,6 +103,7 @@ __device__ __forceinline__ void scan_backward_row(const T* __restrict__ dy, cons
 		f = Op::fwd_combine(f, ex);
 	}
 	const bool plain = r.setup(fast, f, L);
+	if (chunked) SpanEnds<T, Op>::record(r, k0 == tk0, k0 + cnt == tk1, 0);
 	Aff<M> wt;
 	const Aff<M> ex = warp_carry_scan<Op>(r.aggregate(plain), lane, rev, wt);
 	if (lane == 0) s_aff[warp] = wt;
@@ -111,8 +112,8 @@ __device__ __forceinline__ void scan_backward_row(const T* __restrict__ dy, cons
 	if (chunked) {
 		if (warp == 0) {
 			// The tile's map: the warps composed, upstream first.
-			Aff<M> tot = aff_identity<M>();
-			for (int i = 0; i < SCAN_WARPS; ++i) tot = compose<Op>(s_aff[rev ? i : SCAN_WARPS - 1 - i], tot);
+			const Aff<M> tot = TileMap<T, Op>::template of<M>(
+					SCAN_WARPS, [&](int i) { return s_aff[rev ? i : SCAN_WARPS - 1 - i]; }, 0);
 			scan_ws_wait(ws, L, ready);
 			const M vin = lookback<Op, M>(ws, L, c, s, s, has && lane == 0, tot);
 			if (lane == 0) s_vin = vin;

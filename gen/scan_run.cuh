@@ -171,6 +171,33 @@ struct ScanRun {
 		return Op::template fold<M, N>(xv);
 	}
 
+	// run_factor is a Span op's factor of the whole run: lse_factor from y
+	// before it to y of its last element, yv[N-1], where that holds it;
+	// the product of the element factors in the forward direction's
+	// partial runs (past the run y holds yb): the last run of a row slice,
+	// every col run shorter than N.
+	__device__ __forceinline__ M run_factor() const {
+		if (rev || cnt == N) return lse_factor<Narrow<T>::value>(yb, yv[N - 1]);
+		M p = M(1);
+#pragma unroll
+		for (int i = 0; i < N; ++i) p = FactorMul<Op>::mul(a[i], p);
+		return p;
+	}
+
+	// tile_ends (a Span op, chunked): the runs at a tile's ends (first in
+	// memory: mfirst, last: mlast) leave y before the tile in scan order in
+	// yb_tile and y of its last element in ye_tile. That is yv[N-1] of the
+	// run last in scan order, except in a forward partial run, the last of
+	// the slice (past the run y holds yb): only the last tile in scan order
+	// has one, whose map multiplies the 0 after the slice (and a factor
+	// from yb that is NaN: a slice that is -inf or NaN up to there, every
+	// dx before it NaN anyway).
+	__device__ __forceinline__ void tile_ends(bool mfirst, bool mlast, M& yb_tile, M& ye_tile) const {
+		if (cnt == 0) return;
+		if (rev ? mlast : mfirst) yb_tile = yb;
+		if (rev ? mfirst : mlast) ye_tile = yv[N - 1];
+	}
+
 	// y_before is y of the element before index i in scan order (load
 	// filled y before lo with yb).
 	__device__ __forceinline__ M y_before(int i) const { return i > 0 ? yv[i > 0 ? i - 1 : 0] : yb; }
@@ -324,10 +351,17 @@ struct ScanRun {
 
 	// aggregate composes the element maps of the run: V at its first
 	// element in scan order as a map of V after its last. Past the run g =
-	// 0 and a = 1: those elements pass V through, so no test is needed.
+	// 0 and a = 1: those elements pass V through, so no test is needed. A
+	// Span op's run factor is that of y before the run and y of its last
+	// element; its products are plain, so u needs no zero tests.
 	__device__ __forceinline__ Aff<M> aggregate(bool plain) const {
 		Aff<M> acc = aff_identity<M>();
-		if (Op::mask_factors) {
+		if (Span<Op>::on) {
+			M u = M(0);
+#pragma unroll
+			for (int i = N - 1; i >= 0; --i) u = a[i] * (g[i] + u);
+			acc = Aff<M>{run_factor(), u};
+		} else if (Op::mask_factors) {
 			// a is 0 or 1: V at the first element is the sum of g up to
 			// the first index with c = 1, and passes V after the run
 			// through only when there is none.

@@ -20,11 +20,12 @@ import (
 //	dx_k = c_k (.) S_k
 //	V_k  = a_k (.) S_k
 //
-// h_k is g_k, or the op's stand-in for it (cumprod: see ScanCumprod). (.)
-// is the strong-zero product, a (.) b = (a == 0 || b == 0) ? 0 : a*b,
-// which keeps a cut (a_k == 0) exact: an inf or NaN from later elements
-// never reaches the elements before it. The factors a_k and c_k of each
-// op, as in gen/scan.cuh:
+// h_k is g_k, or the op's stand-in for it (cumprod: see ScanCumprod). For
+// cumsum, cummax, cummin and cumprod (.) is the strong-zero product, a (.)
+// b = (a == 0 || b == 0) ? 0 : a*b, which keeps a cut (a_k == 0) exact: an
+// inf or NaN from later elements never reaches the elements before it; for
+// logcumsumexp it is the plain product (see ScanLogcumsumexp). The factors
+// a_k and c_k of each op, as in gen/scan.cuh:
 //
 //	cumsum        a = c = 1
 //	cumprod       a = x_k, c = y_{k-1} (y_{-1} = 1)
@@ -73,9 +74,23 @@ const (
 	// ScanLogcumsumexp: y_k = log Σ_{i<=k} exp(x_i); dx_k = exp(x_k - y_k) *
 	// T_k with T_k = g_k + exp(y_k - y_{k+1}) T_{k+1}, PyTorch's exp(x_k) *
 	// Σ_{j>=k} g_j exp(-y_j) without overflow for large |x| (every exponent
-	// is <= 0). A leading -inf run of x (y = -inf) gives NaN there, as
-	// PyTorch; an x_k of -inf after it gives 0; a NaN in dy contributes
-	// nothing, as in PyTorch's log-space formula. Saves x and y.
+	// is <= 0). A NaN in dy contributes nothing, as in PyTorch's log-space
+	// formula. The products are plain, so inf and NaN spread as in that
+	// formula:
+	//   - a NaN in x makes every dx of the slice NaN;
+	//   - dx_k is NaN where x_k is +inf or y_k is -inf (a leading -inf run
+	//     of x);
+	//   - a ±inf in dy at j >= k makes dx_k NaN where y_j is +inf, where x_k
+	//     is -inf or where y_k is +inf, and else ±inf (NaN where both signs
+	//     occur), however far apart j and k are: an exp factor that
+	//     underflows keeps an infinity (it is the least positive value, not
+	//     0);
+	//   - otherwise an x_k of -inf, or an x_k after a +inf of x, gives 0.
+	// A factor spanning a run of a thread or a tile is exp of the y at its
+	// ends rather than a product of the elements' factors, so rounding
+	// grows with the number of tiles (the axis length over 4096 along the
+	// innermost axis, over 8*16 along an outer one), not of elements. Saves
+	// x and y.
 	ScanLogcumsumexp
 )
 
