@@ -6,15 +6,19 @@
 // One recurrence serves every op. Number the elements of a slice in the
 // order the forward scan visited them (k = 0 first; for a reverse forward
 // scan that is the end of the axis). With g = dy, each op gives every
-// element two factors a_k and c_k, and
+// element two factors a_k and c_k and the term h_k it adds (g_k, or
+// cumprod's stand-in, CumprodBw), and
 //
-//	S_k  = g_k + V_{k+1}            (V past the last element is 0)
-//	dx_k = c_k == 0 ? 0 : c_k * S_k
-//	V_k  = a_k (.) S_k              a (.) b = (a == 0 || b == 0) ? 0 : a*b
+//	S_k  = h_k + V_{k+1}            (V past the last element is 0)
+//	dx_k = c_k (.) S_k
+//	V_k  = a_k (.) S_k
 //
 // so the gradient flowing in from later elements reaches element k scaled
-// by a_k. The strong-zero product (.) keeps a cut (a == 0) exact: inf or NaN
-// from later elements never leak past it. Per op:
+// by a_k. (.) is the op's product: the strong-zero product a (.) b = (a ==
+// 0 || b == 0) ? 0 : a*b, which keeps a cut (a == 0) exact (inf or NaN from
+// later elements never leak past it), a cheaper form where a is known to
+// be 1 or 0/1, or for logcumsumexp the plain product (LogcumsumexpBw: inf
+// and NaN spread as in PyTorch's log-space formula). Per op:
 //
 //	cumsum        a = 1,                c = 1
 //	cumprod       a = x_k,              c = y_{k-1} (1 at k = 0)
@@ -22,7 +26,7 @@
 //	logcumsumexp  a = exp(y_{k-1}-y_k), c = exp(x_k - y_k)
 //
 // where t_k says that k is the index the forward picks at k. The element
-// map V -> a (.) (g + V) is affine, V -> u + a (.) V with u = a (.) g, and
+// map V -> a (.) (h + V) is affine, V -> u + a (.) V with u = a (.) h, and
 // two maps compose associatively:
 //
 //	(a1, u1) after (a2, u2) = (a1 (.) a2, u1 + a1 (.) u2)
@@ -39,7 +43,14 @@
 // scan in the forward direction: the running extremum of x with its NaN
 // rule (t_k = x_k is NaN, or the running value before k is not NaN and
 // x_k >= it; <= for cummin), and for cumprod whether a zero of x came
-// before k (dx_k is then 0, PyTorch's third region, even where y is NaN).
+// before k (dx_k is then 0, PyTorch's third region, even where y is NaN)
+// and whether an x that is ±inf or NaN came after it (h_k, see CumprodBw;
+// this combine is not commutative: states combine in scan order).
+//
+// logcumsumexp takes the factor of a thread's run and of a tile directly,
+// exp of y before it minus y of its last element, rather than as the
+// product of its elements' factors (Span): rounding then grows with the
+// tiles a gradient crosses, not the elements.
 //
 // The direction is a run-time flag: a thread loads its run in memory order
 // and reverses it in registers when the forward scan ran from the end, so

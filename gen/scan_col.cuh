@@ -195,7 +195,7 @@ __device__ __forceinline__ void scan_backward_col(const T* __restrict__ dy, cons
 	const bool fast = r.direct_ok();  // as in the row kernel
 	if (Op::fwd && (!Direct<Op>::on || __syncthreads_or(!fast))) {
 		// Chunked cumprod: the state before the tile, where a NaN y asks.
-		if (Op::fwd_shortcut && chunked && __syncthreads_or(!fast && r.nan_before()))
+		if (Op::fwd_shortcut && chunked && __syncthreads_or(!fast && r.nan_y()))
 			f = scan_fwd_wait<Op, M>(ws, L, q, unit, s, has, ready);
 		s_fwd[warp][lane] = r.fwd_total();
 		__syncthreads();
@@ -241,12 +241,13 @@ __device__ __forceinline__ void scan_backward_col(const T* __restrict__ dy, cons
 	if (quiet_ok) quiet = __all_sync(0xffffffffu, cnt == 0 || !MaskTake<Op>::take(f, s_fwd[warp][lane]));
 	r.quiet = quiet;
 	const bool plain = r.setup(fast, f, L);
+	if (chunked) SpanEnds<T, Op>::record(r, k0 == tk0, k0 + cnt == tk1, lane);
 	s_aff[warp][lane] = r.aggregate(plain);
 	__syncthreads();
 	M v = M(0);
 	if (chunked && warp == 0) {
-		Aff<M> tot = aff_identity<M>();
-		for (int i = 0; i < split; ++i) tot = compose<Op>(s_aff[rev ? i : split - 1 - i][lane], tot);
+		const Aff<M> tot = TileMap<T, Op>::template of<M>(
+				split, [&](int i) { return s_aff[rev ? i : split - 1 - i][lane]; }, lane);
 		if (ext) {
 			// The tile's map, for scan_ext_fix.
 			if (has) FixSt<fix_in>::map(reinterpret_cast<Aff<M>*>(ws + L.ws_agg) + c * L.nslices + s, tot);

@@ -4,6 +4,31 @@
 // in the main launch (scan_fwd_unit, scan_fwd_wait).
 #include "scan_lookback.cuh"
 
+// fwd_prefix_slice turns the forward aggregates of slice s's tiles in
+// fwdbuf into exclusive prefixes in scan order, loading eight at a time.
+template <typename Op, typename M>
+__device__ __forceinline__ void fwd_prefix_slice(M* __restrict__ fwdbuf, const ScanLayout& L, i64 s) {
+	const bool rev = L.reverse != 0;
+	M f = Op::template fwd_identity<M>();
+	for (i64 i0 = 0; i0 < L.chunks; i0 += 8) {
+		M e[8];
+#pragma unroll
+		for (int i = 0; i < 8; ++i) {
+			const i64 q = rev ? L.chunks - 1 - (i0 + i) : i0 + i;
+			e[i] = M(0);
+			if (i0 + i < L.chunks) e[i] = fwdbuf[q * L.nslices + s];
+		}
+#pragma unroll
+		for (int i = 0; i < 8; ++i) {
+			const i64 q = rev ? L.chunks - 1 - (i0 + i) : i0 + i;
+			if (i0 + i < L.chunks) {
+				fwdbuf[q * L.nslices + s] = f;
+				f = Op::fwd_combine(f, e[i]);
+			}
+		}
+	}
+}
+
 // scan_fwd_prefix_wide: block s turns slice s's tile aggregates into
 // exclusive prefixes. Thread t takes a contiguous range of tiles in scan
 // order: it combines its range, the block scans the threads' totals, and
@@ -36,41 +61,24 @@ __device__ __forceinline__ void scan_fwd_prefix_wide(M* __restrict__ fwdbuf, con
 
 // scan_fwd_prefix (phase 2, row mapping) turns the forward aggregates of
 // each slice's tiles into exclusive prefixes in scan order. Below
-// SCAN_PREFIX_WIDE tiles a slice one thread serves a slice, loading eight
-// at a time; from there on one block serves a slice (scan_fwd_prefix_wide),
-// since one thread walking thousands of tiles leaves the GPU idle for the
-// whole walk. (A warp form of the narrow case in the same kernel gives
-// the cumprod row kernels more registers and slows them down.)
+// SCAN_PREFIX_WIDE tiles a slice one thread serves a slice
+// (fwd_prefix_slice); from there on one block serves a slice
+// (scan_fwd_prefix_wide), since one thread walking thousands of tiles
+// leaves the GPU idle for the whole walk. (A warp form of the narrow case
+// in the same kernel gives the cumprod row kernels more registers and
+// slows them down.)
 template <typename T, typename Op>
 __device__ __forceinline__ void scan_fwd_prefix(unsigned char* __restrict__ ws, const ScanLayout& L) {
 	typedef typename OpMath<T>::type M;
 	if (!Op::fwd) return;
 	M* fwdbuf = reinterpret_cast<M*>(ws + L.ws_fwd);
-	const bool rev = L.reverse != 0;
 	if (L.chunks >= SCAN_PREFIX_WIDE) {
-		scan_fwd_prefix_wide<Op, M>(fwdbuf, L, blockIdx.x, rev);
+		scan_fwd_prefix_wide<Op, M>(fwdbuf, L, blockIdx.x, L.reverse != 0);
 		return;
 	}
 	const i64 s = (i64)blockIdx.x * SCAN_THREADS + threadIdx.x;
 	if (s >= L.nslices) return;
-	M f = Op::template fwd_identity<M>();
-	for (i64 i0 = 0; i0 < L.chunks; i0 += 8) {
-		M e[8];
-#pragma unroll
-		for (int i = 0; i < 8; ++i) {
-			const i64 q = rev ? L.chunks - 1 - (i0 + i) : i0 + i;
-			e[i] = M(0);
-			if (i0 + i < L.chunks) e[i] = fwdbuf[q * L.nslices + s];
-		}
-#pragma unroll
-		for (int i = 0; i < 8; ++i) {
-			const i64 q = rev ? L.chunks - 1 - (i0 + i) : i0 + i;
-			if (i0 + i < L.chunks) {
-				fwdbuf[q * L.nslices + s] = f;
-				f = Op::fwd_combine(f, e[i]);
-			}
-		}
-	}
+	fwd_prefix_slice<Op>(fwdbuf, L, s);
 }
 
 // scan_fill_slots (phase 1, row mapping): the ops with a forward state
@@ -111,30 +119,31 @@ __device__ __forceinline__ typename OpMath<T>::type tile_y_end(const T* __restri
 
 // scan_fwd_unit and scan_fwd_wait (cumprod, col mapping, chunked): the
 // forward state before each tile, computed in the main launch and only
-// where dx can depend on it. It changes dx_k only where y before k is
-// NaN: a y that is a number other than 0 says no zero came before k (a
-// zero makes every later y 0 or NaN), and with y before k = 0, c_k is 0
-// either way (CumprodBw::prep). A NaN y stays NaN to the slice's end, so
-// the unit's first tile in carry order (the last in scan order; every
-// other tile of the unit waits on it through the look-back) reads y at
-// the end of its 32 slices before anything else. Where one is NaN it
-// writes the state before every tile of the unit's slices: each warp
-// takes tiles warp, warp + 8, ..., tells from y at a tile's end whether
-// it can hold a zero (tile_y_end, tile_needs_x) and if so reads its x, 8
-// loads at a time; per slice the block takes the first tile in scan
-// order with a zero, and the state is 1 after it. Its unit flag (SCAN_NONE
-// before the launch) then says 2, or 1 where no slice ended in NaN. A
-// tile whose run sees a NaN y before an element waits for the flag (the
-// first tile waits on nobody) and reads its state (scan_fwd_wait). Most
-// inputs never ask, and no pass runs before the main launch. No tile of
-// the unit has stored dx yet while the first tile reads x (dx may be
-// written over x, in place).
+// where dx can depend on it. It changes dx_k only where y of k or of the
+// element before k is NaN: a y that is a number other than 0 says no zero
+// came before (a zero makes every later y 0 or NaN); with y before k = 0,
+// c_k is 0 either way, and the zero before came with no ±inf or NaN x
+// after it (that would make y NaN from there on), so with y_k = 0 as well
+// x_k is finite and h_k = g_k either way (CumprodBw::prep). A NaN y stays
+// NaN to the slice's end, so the unit's first tile in carry order (the
+// last in scan order; every other tile of the unit waits on it through
+// the look-back) reads y at the end of its 32 slices before anything
+// else. Where one is NaN it writes the state before every tile of the
+// unit's slices: each warp takes tiles warp, warp + 8, ..., tells from y
+// at a tile's end whether it can hold a zero (tile_y_end, tile_needs_x)
+// and if so reads its x in scan order, 8 loads at a time, for the tile's
+// state; then warp 0 turns each slice's tile states into exclusive
+// prefixes. Its unit flag (SCAN_NONE before the launch) then says 2, or 1
+// where no slice ended in NaN. A tile whose run sees a NaN y waits for
+// the flag (the first tile waits on nobody) and reads its state
+// (scan_fwd_wait). Most inputs never ask, and no pass runs before the
+// main launch. No tile of the unit has stored dx yet while the first tile
+// reads x (dx may be written over x, in place).
 template <typename T, typename Op>
 __device__ __forceinline__ void scan_fwd_unit(const T* __restrict__ x, const T* __restrict__ y,
 		unsigned char* __restrict__ ws, const ScanLayout& L, i64 unit, i64 s, bool has, bool& ready) {
 	typedef typename OpMath<T>::type M;
-	__shared__ i64 s_first[SCAN_WARPS][32];
-	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+	const int warp = threadIdx.x >> 5;
 	const bool rev = L.reverse != 0;
 	// The slice offsets again rather than the caller's: taking them as a
 	// parameter changes how ptxas allocates the f32 col kernel's registers,
@@ -147,33 +156,25 @@ __device__ __forceinline__ void scan_fwd_unit(const T* __restrict__ x, const T* 
 	if (need) {
 		M* fwdbuf = reinterpret_cast<M*>(ws + L.ws_fwd);
 		const i64 tile = (i64)L.split * L.items;
-		i64 first = L.chunks;  // the first tile with a zero, in scan order
-		for (i64 qq = warp; qq < L.chunks; qq += SCAN_WARPS) {
-			const i64 pos = rev ? L.chunks - 1 - qq : qq;
-			const i64 tk0 = qq * tile, tk1 = tk0 + tile < L.n ? tk0 + tile : L.n;
-			if (!has || pos >= first || !tile_needs_x<Op>(tile_y_end<T, Op>(y, L, off, rev ? tk0 : tk1 - 1)))
-				continue;
-			const T* p = x + off[1];
-			const i64 st = L.astride[1];
+		for (i64 qq = warp; has && qq < L.chunks; qq += SCAN_WARPS) {
+			const i64 tk0 = qq * tile, tk1 = tk0 + tile < L.n ? tk0 + tile : L.n, len = tk1 - tk0;
 			M f = Op::template fwd_identity<M>();
-			for (i64 k = tk0; k < tk1; k += 8) {
-				M v[8];
+			if (tile_needs_x<Op>(tile_y_end<T, Op>(y, L, off, rev ? tk0 : tk1 - 1))) {
+				// Scan order: from tk0 on, or back from tk1 - 1.
+				const i64 st = rev ? -L.astride[1] : L.astride[1];
+				const T* p = x + off[1] + (rev ? tk1 - 1 : tk0) * L.astride[1];
+				for (i64 j = 0; j < len; j += 8) {
+					M v[8];
 #pragma unroll
-				for (int i = 0; i < 8; ++i)
-					v[i] = k + i < tk1 ? to_op(scan_ld(p + (k + i) * st)) : Op::template x_fill<M>();
-				f = Op::fwd_combine(f, Op::template fold<M, 8>(v));
+					for (int i = 0; i < 8; ++i)
+						v[i] = j + i < len ? to_op(scan_ld(p + (j + i) * st)) : Op::template x_fill<M>();
+					f = Op::fwd_combine(f, Op::template fold<M, 8>(v));
+				}
 			}
-			if (f != Op::template fwd_identity<M>()) first = pos;
+			fwdbuf[qq * L.nslices + s] = f;
 		}
-		s_first[warp][lane] = first;
 		__syncthreads();
-		for (int w = 0; w < SCAN_WARPS; ++w) first = s_first[w][lane] < first ? s_first[w][lane] : first;
-		if (has) {
-			for (i64 qq = warp; qq < L.chunks; qq += SCAN_WARPS) {
-				const i64 pos = rev ? L.chunks - 1 - qq : qq;
-				fwdbuf[qq * L.nslices + s] = pos > first ? M(1) : Op::template fwd_identity<M>();
-			}
-		}
+		if (warp == 0 && has) fwd_prefix_slice<Op>(fwdbuf, L, s);
 		fence_gpu();
 		__syncthreads();
 	}

@@ -1,7 +1,8 @@
 #pragma once
-// Carries across threads and tiles: the warp scans, the look-back through
-// the workspace (ScanChain, PackedChain, Lookback) and the tickets with
-// which blocks take tiles and fill the workspace (scan_take).
+// Carries across threads and tiles: the warp scans, a tile's map
+// (TileMap, SpanEnds), the look-back through the workspace (ScanChain,
+// PackedChain, Lookback) and the tickets with which blocks take tiles and
+// fill the workspace (scan_take).
 #include "scan_run.cuh"
 
 // ---- scans across threads ------------------------------------------------
@@ -29,7 +30,8 @@ __device__ __forceinline__ Aff<M> warp_carry_scan(Aff<M> v, int lane, bool rev, 
 }
 
 // warp_fwd_scan: the exclusive forward combine across lanes (the forward
-// state flows from lanes earlier in scan order) and the warp's total.
+// state flows from lanes earlier in scan order, combined in that order)
+// and the warp's total.
 template <typename Op, typename M>
 __device__ __forceinline__ M warp_fwd_scan(M v, int lane, bool rev, M& total) {
 	const int dir = rev ? 1 : -1;
@@ -37,13 +39,54 @@ __device__ __forceinline__ M warp_fwd_scan(M v, int lane, bool rev, M& total) {
 	for (int off = 1; off < 32; off <<= 1) {
 		const int src = lane + dir * off;
 		const M o = __shfl_sync(0xffffffffu, v, src & 31);
-		if (src >= 0 && src < 32) v = Op::fwd_combine(v, o);
+		if (src >= 0 && src < 32) v = Op::fwd_combine(o, v);
 	}
 	const int src = lane + dir;
 	const M e = __shfl_sync(0xffffffffu, v, src & 31);
 	total = __shfl_sync(0xffffffffu, v, rev ? 0 : 31);
 	return (src >= 0 && src < 32) ? e : Op::template fwd_identity<M>();
 }
+
+// ---- tile maps ---------------------------------------------------------------
+
+// SpanEnds (a Span op, chunked): the runs at a tile's ends leave the y at
+// those ends in shared memory (record), one pair per lane (col: per
+// slice; row: lane 0, a slice per block), which give the factor of the
+// tile's map (factor). For other ops record does nothing.
+template <typename T, typename Op> struct SpanEnds {
+	template <typename R> __device__ static void record(const R&, bool, bool, int) {}
+};
+template <typename T> struct SpanEnds<T, LogcumsumexpBw> {
+	typedef typename OpMath<T>::type M;
+	__device__ static M (&ends())[2][32] {
+		__shared__ M s[2][32];
+		return s;
+	}
+	template <typename R> __device__ static void record(const R& r, bool mfirst, bool mlast, int lane) {
+		r.tile_ends(mfirst, mlast, ends()[0][lane], ends()[1][lane]);
+	}
+	__device__ static M factor(int lane) { return lse_tile_factor<Narrow<T>::value>(ends()[0][lane], ends()[1][lane]); }
+};
+
+// TileMap::of is a tile's map: its maps m(i), i = 0..n-1, composed
+// upstream first (the last in scan order first); a Span op's composes
+// only u and takes the factor from the tile's y ends (SpanEnds). (A
+// template rather than a test of Span in the kernels: the test alone,
+// though always false for the other ops, changes their code.)
+template <typename T, typename Op> struct TileMap {
+	template <typename M, typename F> static __device__ __forceinline__ Aff<M> of(int n, F m, int) {
+		Aff<M> tot = aff_identity<M>();
+		for (int i = 0; i < n; ++i) tot = compose<Op>(m(i), tot);
+		return tot;
+	}
+};
+template <typename T> struct TileMap<T, LogcumsumexpBw> {
+	template <typename M, typename F> static __device__ __forceinline__ Aff<M> of(int n, F m, int lane) {
+		M u = M(0);
+		for (int i = 0; i < n; ++i) u = apply<LogcumsumexpBw>(m(i), u);
+		return Aff<M>{SpanEnds<T, LogcumsumexpBw>::factor(lane), u};
+	}
+};
 
 // ---- look-back -------------------------------------------------------------
 

@@ -81,13 +81,20 @@ template <typename M> __device__ __forceinline__ Aff<M> aff_identity() { return 
 // compose(p, q) is p after q (q is nearer the start of the carry) and
 // apply(p, v) is p(v); Op::mul is the op's product a (.) v, the strong-zero
 // product or a cheaper form where a is known to be 1 (cumsum) or 0/1
-// (cummax, cummin).
+// (cummax, cummin), FactorMul<Op> its product of two factors.
+template <typename Op> struct FactorMul {
+	template <typename M> static __device__ __forceinline__ M mul(M a, M b) { return Op::mul(a, b); }
+};
 template <typename Op, typename M> __device__ __forceinline__ Aff<M> compose(Aff<M> p, Aff<M> q) {
-	return Aff<M>{Op::mul(p.a, q.a), p.u + Op::mul(p.a, q.u)};
+	return Aff<M>{FactorMul<Op>::mul(p.a, q.a), p.u + Op::mul(p.a, q.u)};
 }
 template <typename Op, typename M> __device__ __forceinline__ M apply(Aff<M> p, M v) { return p.u + Op::mul(p.a, v); }
 
 template <typename M> __device__ __forceinline__ bool scan_finite(M v) { return v - v == M(0); }
+// scan_tiny is the least positive value (a subnormal).
+template <typename M> __device__ __forceinline__ M scan_tiny();
+template <> __device__ __forceinline__ float scan_tiny<float>() { return __int_as_float(1); }
+template <> __device__ __forceinline__ double scan_tiny<double>() { return __longlong_as_double(1LL); }
 // Infinity and NaN as constants (common.cuh's bc_inf and bc_nan divide at
 // run time, which costs a division routine per call).
 template <typename M> __device__ __forceinline__ M scan_inf();
@@ -99,10 +106,11 @@ template <> __device__ __forceinline__ double scan_nan<double>() { return __long
 
 // ---- ops ----------------------------------------------------------------
 //
-// prep(x, y, yp, first, single, f, a, c) sets the factors of one element
+// prep(x, y, yp, first, single, w, g, a, c) sets the factors of one element
 // from its saved x and y, yp = y of the element before it in scan order
-// (first: there is none), single (the axis has length 1) and f, the forward
-// state before it. grad(g) is the gradient the op uses for dy.
+// (first: there is none), single (the axis has length 1) and w, the forward
+// state before it as walk and step keep it along a run; it may replace g,
+// the gradient grad(dy) the op uses, with its stand-in h (cumprod).
 
 // StrongZero: the factors are general numbers; a (.) v and dx = c*S keep
 // their zeros exact.
@@ -112,7 +120,11 @@ struct StrongZero {
 	template <typename M> __device__ static M scale(M c, M s) { return c == M(0) ? M(0) : c * s; }
 };
 
-// NoFwd is the forward state of ops that need none.
+// NoFwd is the forward state of ops that need none. A forward state is a
+// value of M; fwd_combine(a, b) is the state of a part a followed by a
+// part b (in scan order), fwd_value(x) an element's. walk and step are the
+// state as prep's loop keeps it: walk(f) at the start of a run, step(w, x)
+// after element x.
 struct NoFwd {
 	static constexpr bool fwd = false, fwd_shortcut = false, mask_factors = false, strong = false;
 	template <typename M> __device__ static M x_fill() { return M(0); }
@@ -120,16 +132,10 @@ struct NoFwd {
 	template <typename M> __device__ static M fwd_value(M) { return M(0); }
 	template <typename M> __device__ static M fwd_combine(M a, M) { return a; }
 	template <typename M, int N> __device__ static M fold(const M (&)[N]) { return M(0); }
+	template <typename M> __device__ static M walk(M f) { return f; }
+	template <typename M> __device__ static M step(M w, M) { return w; }
 };
 
-// fold_values combines the forward values of x[0..N) (in any order: the
-// forward combines are exact and commutative).
-template <typename Op, typename M, int N> __device__ __forceinline__ M fold_values(const M (&x)[N]) {
-	M m = Op::template fwd_identity<M>();
-#pragma unroll
-	for (int i = 0; i < N; ++i) m = Op::fwd_combine(m, Op::fwd_value(x[i]));
-	return m;
-}
 
 // cumsum: dx_k = sum_{j>=k} g_j (the reverse cumsum of dy).
 struct CumsumBw : NoFwd {
@@ -137,7 +143,7 @@ struct CumsumBw : NoFwd {
 	template <typename M> __device__ static M mul(M, M v) { return v; }
 	template <typename M> __device__ static M scale(M, M s) { return s; }
 	template <typename M> __device__ static M grad(M g) { return g; }
-	template <bool Narrow_, typename M> __device__ static void prep(M, M, M, bool, bool, M, M& a, M& c) {
+	template <bool Narrow_, typename M, typename W> __device__ static void prep(M, M, M, bool, bool, W, M&, M& a, M& c) {
 		a = M(1);
 		c = M(1);
 	}
@@ -150,26 +156,70 @@ template <typename T> struct ScanItems<T, CumsumBw> {
 // cumprod: dx_k = y_{k-1} * sum_{j>=k} g_j * x_{k+1}...x_j, exact with zeros
 // and without division; PyTorch's three regions follow: before the first
 // zero z1 the usual value, at z1 the value with the products cut at the
-// second zero, after z1 exactly 0 (the forward state: a zero came before
-// k). Where x_k is inf or NaN and no zero came before, dx_k is NaN as
-// PyTorch's division gives, unless the axis has length 1 (dx = dy).
+// second zero, after z1 exactly 0 (c = 0 where the forward state says a
+// zero came before k). Where x_k is inf or NaN and no zero came before,
+// dx_k is NaN as PyTorch's division gives, unless the axis has length 1
+// (dx = dy).
+//
+// PyTorch sums terms that the recurrence multiplies out: before z1,
+// dx_k = (sum_{k<=j<z1} y_j g_j) / x_k; at z1, y_{z1-1} sum_j P_j g_j
+// with P_j the product of the x in (z1, j]. Where some term is infinite,
+// the value is ±inf or NaN by the signs of the infinite terms, which the
+// recurrence's products would lose. So g_j enters as h_j (prep replaces
+// g): before z1, g_j * |y_j| where y_j is ±inf or NaN (a term y_j g_j
+// with the sign it has relative to y_j, NaN for g_j = 0); after z1, g_j *
+// inf once an x after z1 is ±inf or NaN (P_j infinite); else g_j. An
+// infinite h makes every sum that holds it infinite with the term's sign
+// carried through the x it is multiplied by, as PyTorch's sum of terms
+// does; where all terms are finite, h = g. PyTorch's sum at z1 also runs
+// past the second zero z2, where P_j * 0 is NaN when P is infinite: z2
+// then gets a = h = NaN, which its strong-zero products pass on.
+//
+// The forward state is bits of a zero-or-inf walk in scan order, held as
+// a small integer in M: 1 a zero came, 2 an x that is ±inf or NaN came, 4
+// one came after the first zero. fwd_combine is in order (a before b);
+// walk and step keep the bits as an unsigned along a run.
 struct CumprodBw : StrongZero {
 	static constexpr bool needs_x = true, needs_y = true;
 	static constexpr bool fwd = true, mask_factors = false;
 	// Phase 1 can tell a tile has no zero from y at its last element alone
-	// (nonzero, not NaN), and reads x only otherwise.
+	// (nonzero, not NaN), and reads x only otherwise: its state then
+	// matters only after a zero (bit 2 of a part without a zero enters no
+	// bit 4), where y would be 0 or NaN.
 	static constexpr bool fwd_shortcut = true;
 	template <typename M> __device__ static M fwd_identity() { return M(0); }
 	template <typename M> __device__ static M x_fill() { return M(1); }
-	template <typename M> __device__ static M fwd_value(M x) { return x == M(0) ? M(1) : M(0); }
-	template <typename M> __device__ static M fwd_combine(M a, M b) { return a > b ? a : b; }
-	template <typename M, int N> __device__ static M fold(const M (&x)[N]) { return fold_values<CumprodBw>(x); }
+	template <typename M> __device__ static unsigned bits(M x) {
+		return x == M(0) ? 1u : scan_finite(x) ? 0u : 2u;
+	}
+	static __device__ __forceinline__ unsigned join(unsigned a, unsigned b) {
+		return a | b | ((a & (b >> 1) & 1u) << 2);
+	}
+	template <typename M> __device__ static M fwd_value(M x) { return M(bits(x)); }
+	template <typename M> __device__ static M fwd_combine(M a, M b) {
+		return M(join((unsigned)a, (unsigned)b));
+	}
+	template <typename M> __device__ static unsigned walk(M f) { return (unsigned)f; }
+	template <typename M> __device__ static unsigned step(unsigned w, M x) { return join(w, bits(x)); }
+	template <typename M, int N> __device__ static M fold(const M (&x)[N]) {
+		unsigned w = 0;
+#pragma unroll
+		for (int i = 0; i < N; ++i) w = step(w, x[i]);
+		return M(w);
+	}
 	template <typename M> __device__ static M grad(M g) { return g; }
-	template <bool Narrow_, typename M> __device__ static void prep(M x, M, M yp, bool first, bool single, M f, M& a, M& c) {
-		a = x;
+	template <bool Narrow_, typename M>
+	__device__ static void prep(M x, M y, M yp, bool first, bool single, unsigned w, M& g, M& a, M& c) {
+		const bool z = (w & 1u) != 0, iz = (w & 4u) != 0, fin = scan_finite(x), zero = x == M(0);
 		c = first ? M(1) : yp;
-		const bool nan = !single & (c != M(0)) & !scan_finite(x);
-		c = f != M(0) ? M(0) : nan ? scan_nan<M>() : c;
+		const bool nan = !single & (c != M(0)) & !fin;
+		c = z ? M(0) : nan ? scan_nan<M>() : c;
+		// The quirk at the second zero: a = h = NaN.
+		const bool cut_nan = z & iz & zero;
+		a = cut_nan ? scan_nan<M>() : x;
+		const M m0 = !zero && !scan_finite(y) ? bc_fabs(y) : M(1);
+		const M m1 = cut_nan ? scan_nan<M>() : iz | !fin ? scan_inf<M>() : M(1);
+		g = g * (single ? M(1) : z ? m1 : m0);
 	}
 };
 
@@ -206,6 +256,8 @@ template <int E> struct ExtremumFwd {
 		return bc_isnan(v) | (E > 0 ? v >= m : v <= m);
 	}
 	template <typename M> __device__ static M fwd_combine(M m, M v) { return takes(m, v) ? v : m; }
+	template <typename M> __device__ static M walk(M f) { return f; }
+	template <typename M> __device__ static M step(M w, M x) { return fwd_combine(w, x); }
 	// fold is the forward total of a run: two instructions per element
 	// (fmax or fmin, which skip NaN, and an fma that turns s into NaN at
 	// an inf or NaN), and the NaN test per element only where s says there
@@ -241,7 +293,7 @@ template <int E> struct CumExtBw : ExtremumFwd<E> {
 	// is false for a NaN f, so a running NaN is never replaced by a number.
 	// ScanRun keeps the bits (MaskTake) rather than calling prep.
 	template <typename M> __device__ static bool take(M f, M x) { return ExtremumFwd<E>::takes(f, x); }
-	template <bool Narrow_, typename M> __device__ static void prep(M x, M, M, bool, bool, M f, M& a, M& c) {
+	template <bool Narrow_, typename M> __device__ static void prep(M x, M, M, bool, bool, M f, M&, M& a, M& c) {
 		a = take(f, x) ? M(0) : M(1);
 		c = M(1) - a;
 	}
@@ -251,7 +303,7 @@ typedef CumExtBw<-1> CumminBw;
 
 // MaskTake calls Op::take for the mask ops only (the others have none).
 template <typename Op> struct MaskTake {
-	template <typename M> __device__ static bool take(M, M) { return false; }
+	template <typename W, typename M> __device__ static bool take(W, M) { return false; }
 };
 template <int E> struct MaskTake<CumExtBw<E> > {
 	template <typename M> __device__ static bool take(M f, M x) { return CumExtBw<E>::take(f, x); }
@@ -299,21 +351,98 @@ template <> __device__ __forceinline__ float scan_exp<true, float>(float v) {
 #endif
 }
 
+// lse_exp is exp(d) for logcumsumexp's factors: at least the least
+// positive value where d is finite (an underflow), so that it keeps an
+// infinity infinite; exactly 0 for d = -inf.
+template <bool Narrow_, typename M> __device__ __forceinline__ M lse_exp(M d) {
+	const M e = scan_exp<Narrow_>(d);
+	return d > -scan_inf<M>() ? scan_fmax(e, scan_tiny<M>()) : e;
+}
+
+// lse_factor is logcumsumexp's factor exp(from - to) between two y values,
+// from before to in scan order: 1 where both are +inf, else lse_exp (0
+// where to is +inf or from -inf; NaN where either is NaN or both are -inf).
+template <bool Narrow_, typename M> __device__ __forceinline__ M lse_factor(M from, M to) {
+	return lse_exp<Narrow_>(from == to && to == scan_inf<M>() ? M(0) : from - to);
+}
+
+// lse_tile_factor is lse_factor for a tile's map, with exp rounded once
+// (float opmath: exp in double): the factors of the tiles a value crosses
+// multiply, and a correctly rounded factor errs by half an ulp either way,
+// where exp's own errors may lean one way for like arguments.
+template <bool Narrow_, typename M> __device__ __forceinline__ M lse_tile_factor(M from, M to) {
+	return lse_factor<Narrow_>(from, to);
+}
+template <> __device__ __forceinline__ float lse_tile_factor<false, float>(float from, float to) {
+	const double d = (double)from - (double)to;
+	const float e = (float)exp(d);
+	const float r = d > -scan_inf<double>() ? fmaxf(e, scan_tiny<float>()) : e;
+	return from == to && to == scan_inf<float>() ? 1.f : r;
+}
+template <> __device__ __forceinline__ float lse_tile_factor<true, float>(float from, float to) {
+	return lse_tile_factor<false, float>(from, to);
+}
+
 // logcumsumexp: dx_k = exp(x_k - y_k) * T_k with T_k = g_k + exp(y_k -
 // y_{k+1}) T_{k+1}, PyTorch's exp(x_k) sum_{j>=k} g_j exp(-y_j) without
-// overflow: every exponent is <= 0 for the nondecreasing y. A leading -inf
-// run (y = -inf) gives NaN, as PyTorch; a NaN in dy contributes nothing, as
-// PyTorch's log-space form (which maps it to the lowest value) does. At
-// the slice's first element a is exp(yp - y) like anywhere else (yp = 0
+// overflow: every exponent is <= 0 for the nondecreasing y. A NaN in dy
+// contributes nothing, as PyTorch's log-space form (which maps it to the
+// lowest value) does.
+//
+// The products are plain, so inf and NaN pass every factor as PyTorch's
+// log-space sums pass them: a NaN in x (y NaN from there on) makes every
+// dx of the slice NaN; an infinite dy reaches every element before it,
+// NaN where a factor is an exact 0, i.e. exp(-inf): past the first +inf
+// of x (y = +inf there, where PyTorch's log g - y is inf - inf), and in
+// dx_k = c_k T_k where x_k = -inf or y_k = +inf; a leading -inf run of x
+// (y = -inf, c = exp(-inf + inf)) is NaN. So the factors keep an exact 0
+// for exp(-inf) apart from an underflow (lse_exp): a factor or c that
+// underflows is the least positive value instead, which keeps an infinite
+// T infinite (PyTorch's log-space dy is infinite at any distance) and
+// scales a finite one to about 0 (a subnormal at most |T| times the least
+// one). Past the first +inf of x (y_{k-1} = y_k = +inf) a is 1: those
+// elements carry the sum of their dy to the exp(-inf) at the first one,
+// where a finite sum gives 0 and an infinite one NaN.
+//
+// At the slice's first element a is exp(yp - y) like anywhere else (yp = 0
 // there, any number): V at the first element reaches no dx, and the maps
 // it enters (its run's, warp's and tile's) are composed only into values
 // for elements before it, of which there are none, so no test is needed.
-struct LogcumsumexpBw : NoFwd, StrongZero {
-	static constexpr bool needs_x = true, needs_y = true, strong = true;
+//
+// The factor of a run and of a tile is lse_factor of the y at their ends
+// (Span), not the product of the element factors: a product of n
+// factors, each rounded, errs by about sqrt(n) eps (n eps where exp's
+// errors lean one way), a factor taken directly by one rounding. So a
+// factor across k tiles holds at most k rounded tile factors and, within
+// the tiles at its ends, the run factors of a warp scan and of the warps
+// between (bounded by the tile's size, not the axis's).
+struct LogcumsumexpBw : NoFwd {
+	// Its products are plain, so a run needs no test for plain factors
+	// (strong false: finish takes the general form, the same arithmetic).
+	static constexpr bool needs_x = true, needs_y = true, strong = false;
+	template <typename M> __device__ static M mul(M a, M v) { return a * v; }
+	template <typename M> __device__ static M scale(M c, M s) { return c * s; }
 	template <typename M> __device__ static M grad(M g) { return bc_isnan(g) ? M(0) : g; }
-	template <bool Narrow_, typename M> __device__ static void prep(M x, M y, M yp, bool, bool, M, M& a, M& c) {
-		a = scan_exp<Narrow_>(yp - y);
-		c = scan_exp<Narrow_>(x - y);
+	template <bool Narrow_, typename M, typename W> __device__ static void prep(M x, M y, M yp, bool, bool, W, M&, M& a, M& c) {
+		a = lse_factor<Narrow_>(yp, y);
+		c = lse_exp<Narrow_>(x - y);
+	}
+};
+
+// Span<Op>::on: the op takes the factor of a run and of a tile from the y
+// at their ends (LogcumsumexpBw).
+template <typename Op> struct Span {
+	static constexpr bool on = false;
+};
+template <> struct Span<LogcumsumexpBw> {
+	static constexpr bool on = true;
+};
+// Its product of two factors keeps a product of positive factors positive
+// (the least positive value where it underflows).
+template <> struct FactorMul<LogcumsumexpBw> {
+	template <typename M> static __device__ __forceinline__ M mul(M a, M b) {
+		const M p = a * b;
+		return p == M(0) && a != M(0) && b != M(0) ? scan_tiny<M>() : p;
 	}
 };
 

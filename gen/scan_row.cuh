@@ -69,13 +69,14 @@ __device__ __forceinline__ void scan_backward_row(const T* __restrict__ dy, cons
 		if (!tile_needs_x<Op>(tile_y_end<T, Op>(y, L, off, rev ? tk0 : tk1 - 1))) cnt = 0;
 		r.init(k0, cnt, rev);
 		r.load_x(x, L, off, vec);
-		M f = r.fwd_total();
-#pragma unroll
-		for (int o = 16; o > 0; o >>= 1) f = Op::fwd_combine(f, __shfl_xor_sync(0xffffffffu, f, o));
-		if (lane == 0) s_fwd[warp] = f;
+		// The runs' states combined in scan order (cumprod's are in order).
+		M wt;
+		warp_fwd_scan<Op>(r.fwd_total(), lane, rev, wt);
+		if (lane == 0) s_fwd[warp] = wt;
 		__syncthreads();
 		if (tid == 0) {
-			for (int w = 1; w < SCAN_WARPS; ++w) f = Op::fwd_combine(f, s_fwd[w]);
+			M f = Op::template fwd_identity<M>();
+			for (int i = 0; i < SCAN_WARPS; ++i) f = Op::fwd_combine(f, s_fwd[rev ? SCAN_WARPS - 1 - i : i]);
 			fwdbuf[q * L.nslices + s] = f;
 		}
 		return;
@@ -102,6 +103,7 @@ __device__ __forceinline__ void scan_backward_row(const T* __restrict__ dy, cons
 		f = Op::fwd_combine(f, ex);
 	}
 	const bool plain = r.setup(fast, f, L);
+	if (chunked) SpanEnds<T, Op>::record(r, k0 == tk0, k0 + cnt == tk1, 0);
 	Aff<M> wt;
 	const Aff<M> ex = warp_carry_scan<Op>(r.aggregate(plain), lane, rev, wt);
 	if (lane == 0) s_aff[warp] = wt;
@@ -110,8 +112,8 @@ __device__ __forceinline__ void scan_backward_row(const T* __restrict__ dy, cons
 	if (chunked) {
 		if (warp == 0) {
 			// The tile's map: the warps composed, upstream first.
-			Aff<M> tot = aff_identity<M>();
-			for (int i = 0; i < SCAN_WARPS; ++i) tot = compose<Op>(s_aff[rev ? i : SCAN_WARPS - 1 - i], tot);
+			const Aff<M> tot = TileMap<T, Op>::template of<M>(
+					SCAN_WARPS, [&](int i) { return s_aff[rev ? i : SCAN_WARPS - 1 - i]; }, 0);
 			scan_ws_wait(ws, L, ready);
 			const M vin = lookback<Op, M, 32>(ws, L, c, s, s, has, tot);
 			if (lane == 0) s_vin = vin;

@@ -171,16 +171,44 @@ struct ScanRun {
 		return Op::template fold<M, N>(xv);
 	}
 
+	// run_factor is a Span op's factor of the whole run: lse_factor from y
+	// before it to y of its last element, yv[N-1], where that holds it;
+	// the product of the element factors in the forward direction's
+	// partial runs (past the run y holds yb): the last run of a row slice,
+	// every col run shorter than N.
+	__device__ __forceinline__ M run_factor() const {
+		if (rev || cnt == N) return lse_factor<Narrow<T>::value>(yb, yv[N - 1]);
+		M p = M(1);
+#pragma unroll
+		for (int i = 0; i < N; ++i) p = FactorMul<Op>::mul(a[i], p);
+		return p;
+	}
+
+	// tile_ends (a Span op, chunked): the runs at a tile's ends (first in
+	// memory: mfirst, last: mlast) leave y before the tile in scan order in
+	// yb_tile and y of its last element in ye_tile. That is yv[N-1] of the
+	// run last in scan order, except in a forward partial run, the last of
+	// the slice (past the run y holds yb): only the last tile in scan order
+	// has one, whose map multiplies the 0 after the slice (and a factor
+	// from yb that is NaN: a slice that is -inf or NaN up to there, every
+	// dx before it NaN anyway).
+	__device__ __forceinline__ void tile_ends(bool mfirst, bool mlast, M& yb_tile, M& ye_tile) const {
+		if (cnt == 0) return;
+		if (rev ? mlast : mfirst) yb_tile = yb;
+		if (rev ? mfirst : mlast) ye_tile = yv[N - 1];
+	}
+
 	// y_before is y of the element before index i in scan order (load
 	// filled y before lo with yb).
 	__device__ __forceinline__ M y_before(int i) const { return i > 0 ? yv[i > 0 ? i - 1 : 0] : yb; }
 
-	// nan_before: y before some element of the run is NaN (cumprod's dx
-	// depends on the forward state only there, see scan_fwd_unit).
-	__device__ __forceinline__ bool nan_before() const {
-		bool nan = false;
+	// nan_y: y of some element of the run, or y before it, is NaN
+	// (cumprod's dx depends on the forward state only there, see
+	// scan_fwd_unit).
+	__device__ __forceinline__ bool nan_y() const {
+		bool nan = bc_isnan(yb);
 #pragma unroll
-		for (int i = 0; i < N; ++i) nan = nan | bc_isnan(y_before(i));
+		for (int i = 0; i < N; ++i) nan = nan | bc_isnan(yv[i]);
 		return nan;
 	}
 
@@ -215,26 +243,30 @@ struct ScanRun {
 			// with exp in three instructions and no first test in
 			// logcumsumexp's prep it spills less with it than without.
 			const bool first0 = ifirst == 0;
+			auto w = Op::walk(f);
 #pragma unroll
 			for (int i = 0; i < N; ++i) {
-				Op::template prep<Narrow<T>::value>(xv[i], yv[i], y_before(i), i == 0 && first0, single, f, a[i], c[i]);
-				if (Op::fwd) f = Op::fwd_combine(f, Op::fwd_value(xv[i]));
+				Op::template prep<Narrow<T>::value>(xv[i], yv[i], y_before(i), i == 0 && first0, single, w, g[i], a[i],
+						c[i]);
+				if (Op::fwd) w = Op::step(w, xv[i]);
 			}
 			return;
 		}
+		auto w = Op::walk(f);
 #pragma unroll
 		for (int i = 0; i < N; ++i) {
 			const M yp = y_before(i);
-			M ai, ci;
+			M ai, ci, gi = g[i];
 			if (Op::mask_factors) {
-				if (MaskTake<Op>::take(f, xv[i])) cm |= 1u << i;
+				if (MaskTake<Op>::take(w, xv[i])) cm |= 1u << i;
 			} else {
-				Op::template prep<Narrow<T>::value>(xv[i], yv[i], yp, i == ifirst, single, f, ai, ci);
+				Op::template prep<Narrow<T>::value>(xv[i], yv[i], yp, i == ifirst, single, w, gi, ai, ci);
 				const bool v = (vm >> i & 1u) != 0;
 				a[i] = v ? ai : M(1);
 				c[i] = v ? ci : M(1);
+				g[i] = v ? gi : g[i];
 			}
-			if (Op::fwd) f = Op::fwd_combine(f, Op::fwd_value(xv[i]));
+			if (Op::fwd) w = Op::step(w, xv[i]);
 		}
 		cm &= vm;
 	}
@@ -247,20 +279,25 @@ struct ScanRun {
 		s = scan_fma(u, M(0), scan_fma(v, M(0), s));
 		m = scan_fmin(m, scan_fmin(bc_fabs(u), bc_fabs(v)));
 	}
+	static __device__ __forceinline__ void plain_one(M& s, M& m, M v) {
+		s = scan_fma(v, M(0), s);
+		m = scan_fmin(m, bc_fabs(v));
+	}
 	static __device__ __forceinline__ bool plain_done(M s, M m) { return s == M(0) && m > M(0); }
 
 	// direct_ok: a Direct op's run takes the direct form: every x of the
-	// run and every y before one of its elements is finite and nonzero
-	// (past the run x holds 1, y holds yb, which is 1 where the run starts
-	// the slice: c there). Then no zero came before any element (y before
-	// it would be 0 or NaN), so the forward state is not needed, a = x and
-	// c = y before: the factors of prep's plain run, without prep. An
-	// empty run passes too.
+	// run and every y of or before one of its elements is finite and
+	// nonzero (outside the run x holds 1, y holds yb, which is 1 where the
+	// run starts the slice: c there). Then no zero came before any element
+	// (y before it would be 0 or NaN), so the forward state is not needed,
+	// a = x and c = y before, and every y is finite, so h = g: the factors
+	// of prep's plain run, without prep. An empty run passes too.
 	__device__ __forceinline__ bool direct_ok() const {
 		if (!Direct<Op>::on) return false;
 		M s = M(0), m = scan_inf<M>();
 #pragma unroll
 		for (int i = 0; i < N; ++i) plain_pair(s, m, xv[i], y_before(i));
+		plain_one(s, m, yv[N - 1]);
 		return cnt == 0 || plain_done(s, m);
 	}
 
@@ -314,10 +351,17 @@ struct ScanRun {
 
 	// aggregate composes the element maps of the run: V at its first
 	// element in scan order as a map of V after its last. Past the run g =
-	// 0 and a = 1: those elements pass V through, so no test is needed.
+	// 0 and a = 1: those elements pass V through, so no test is needed. A
+	// Span op's run factor is that of y before the run and y of its last
+	// element; its products are plain, so u needs no zero tests.
 	__device__ __forceinline__ Aff<M> aggregate(bool plain) const {
 		Aff<M> acc = aff_identity<M>();
-		if (Op::mask_factors) {
+		if (Span<Op>::on) {
+			M u = M(0);
+#pragma unroll
+			for (int i = N - 1; i >= 0; --i) u = a[i] * (g[i] + u);
+			acc = Aff<M>{run_factor(), u};
+		} else if (Op::mask_factors) {
 			// a is 0 or 1: V at the first element is the sum of g up to
 			// the first index with c = 1, and passes V after the run
 			// through only when there is none.

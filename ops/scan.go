@@ -16,13 +16,16 @@ import (
 // when the forward ran in reverse (Reverse). With g = dy every op is one
 // recurrence, run from the end of the slice to its start:
 //
-//	S_k  = g_k + V_{k+1}                      (V past the end is 0)
-//	dx_k = c_k == 0 ? 0 : c_k * S_k
-//	V_k  = a_k (.) S_k,   a (.) b = (a == 0 || b == 0) ? 0 : a*b
+//	S_k  = h_k + V_{k+1}                      (V past the end is 0)
+//	dx_k = c_k (.) S_k
+//	V_k  = a_k (.) S_k
 //
-// The strong-zero product keeps a cut (a_k == 0) exact: an inf or NaN from
-// later elements never reaches the elements before it. The factors a_k and
-// c_k of each op, as in gen/scan.cuh:
+// h_k is g_k, or the op's stand-in for it (cumprod: see ScanCumprod). For
+// cumsum, cummax, cummin and cumprod (.) is the strong-zero product, a (.)
+// b = (a == 0 || b == 0) ? 0 : a*b, which keeps a cut (a_k == 0) exact: an
+// inf or NaN from later elements never reaches the elements before it; for
+// logcumsumexp it is the plain product (see ScanLogcumsumexp). The factors
+// a_k and c_k of each op, as in gen/scan.cuh:
 //
 //	cumsum        a = c = 1
 //	cumprod       a = x_k, c = y_{k-1} (y_{-1} = 1)
@@ -43,10 +46,22 @@ const (
 	// ScanCumprod: y_k = x_0 * ... * x_k; dx_k = y_{k-1} * Σ_{j>=k} g_j *
 	// x_{k+1}...x_j (y_{-1} = 1), exact with zeros and without division,
 	// so PyTorch's three regions hold: before the first zero z1 the usual
-	// value; at z1 the sum cut at the second zero; after z1 exactly 0, even
-	// where y is NaN. Where x_k is ±inf or NaN and no zero precedes it, dx_k
-	// is NaN (PyTorch's division), except along an axis of length 1, where
-	// dx = dy. Saves x and y.
+	// value; at z1 the sum cut at the second zero z2; after z1 exactly 0,
+	// even where y is NaN. Where x_k is ±inf or NaN and no zero precedes it,
+	// dx_k is NaN (PyTorch's division), except along an axis of length 1,
+	// where dx = dy.
+	//
+	// Infinities and NaN fall as in PyTorch's formulas, which sum terms:
+	// before z1, dx_k = Σ_{k<=j<z1} y_j g_j / x_k, so dx_k is NaN where
+	// the infinite terms y_j g_j (y_j ±inf, or g_j ±inf) have both signs,
+	// or one is inf * 0 or NaN, and ±inf (the sign of the terms over the
+	// sign of x_k) where they share one sign; at z1, dx = y_{z1-1} Σ_j
+	// g_j P_j with P_j the product of the x in (z1, j], likewise NaN or ±inf
+	// by the infinite terms g_j P_j, and NaN where some x in (z1, z2) is
+	// ±inf or NaN and z2 exists (PyTorch's sum then holds P * 0 past z2).
+	// The recurrence takes h_j = g_j |y_j| before z1 where y_j is not
+	// finite, h_j = g_j * inf after z1 once the product P is, and h = NaN
+	// and a = NaN at z2 in that case; h = g elsewhere. Saves x and y.
 	ScanCumprod
 	// ScanCummax: dx_k = the sum of g_j over the j whose forward index is k
 	// (a gather: deterministic, no atomics). The index moves to j when x_j is
@@ -59,9 +74,23 @@ const (
 	// ScanLogcumsumexp: y_k = log Σ_{i<=k} exp(x_i); dx_k = exp(x_k - y_k) *
 	// T_k with T_k = g_k + exp(y_k - y_{k+1}) T_{k+1}, PyTorch's exp(x_k) *
 	// Σ_{j>=k} g_j exp(-y_j) without overflow for large |x| (every exponent
-	// is <= 0). A leading -inf run of x (y = -inf) gives NaN there, as
-	// PyTorch; an x_k of -inf after it gives 0; a NaN in dy contributes
-	// nothing, as in PyTorch's log-space formula. Saves x and y.
+	// is <= 0). A NaN in dy contributes nothing, as in PyTorch's log-space
+	// formula. The products are plain, so inf and NaN spread as in that
+	// formula:
+	//   - a NaN in x makes every dx of the slice NaN;
+	//   - dx_k is NaN where x_k is +inf or y_k is -inf (a leading -inf run
+	//     of x);
+	//   - a ±inf in dy at j >= k makes dx_k NaN where y_j is +inf, where x_k
+	//     is -inf or where y_k is +inf, and else ±inf (NaN where both signs
+	//     occur), however far apart j and k are: an exp factor that
+	//     underflows keeps an infinity (it is the least positive value, not
+	//     0);
+	//   - otherwise an x_k of -inf, or an x_k after a +inf of x, gives 0.
+	// A factor spanning a run of a thread or a tile is exp of the y at its
+	// ends rather than a product of the elements' factors, so rounding
+	// grows with the number of tiles (the axis length over 4096 along the
+	// innermost axis, over 8*16 along an outer one), not of elements. Saves
+	// x and y.
 	ScanLogcumsumexp
 )
 
@@ -96,8 +125,9 @@ func (op ScanOp) Saved() (x, y bool) {
 }
 
 // forwardState reports whether the op scans a forward state (cumprod: a
-// zero seen; cummax/cummin: the running extremum) besides the backward
-// recurrence; long axes then need two extra passes.
+// zero seen, and ±inf or NaN in x after it; cummax/cummin: the running
+// extremum) besides the backward recurrence; long axes then need two extra
+// passes.
 func (op ScanOp) forwardState() bool {
 	return op == ScanCumprod || op == ScanCummax || op == ScanCummin
 }

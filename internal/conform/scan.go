@@ -27,6 +27,16 @@ const (
 	// exact in opmath and dx must match the reference bit for bit
 	// (logcumsumexp, which has no exact inputs, gets ScanNormal's check).
 	ScanExact
+	// ScanNonFinite places ±inf and NaN where they decide PyTorch's
+	// values (docs/semantics.md 4), one pattern a slice: cumprod with ±inf
+	// in x and no zero before it (the signs of the infinite terms y_j g_j
+	// give ±inf or NaN), an inf before and after the first zero (at the
+	// first zero, the NaN from a second zero past an infinite product), NaN
+	// in x with zeros in dy; logcumsumexp with NaN late in x (every dx
+	// NaN), +inf late in x and ±inf in dy, -inf runs with ±inf late in dy,
+	// ±1000 in x (exp underflows) with ±inf in dy beyond. Other ops get
+	// ScanSpecial's values.
+	ScanNonFinite
 )
 
 // ScanCase is one shape, axis and memory layout of a scan check.
@@ -65,7 +75,7 @@ func (c ScanCase) String() string {
 	for i, f := range c.Layouts {
 		s += fmt.Sprintf(" %s:%s", [4]string{"dy", "x", "y", "dx"}[i], f(c.Shape).Name)
 	}
-	s += [3]string{"", " special", " exact"}[c.Values]
+	s += [4]string{"", " special", " exact", " nonfinite"}[c.Values]
 	if c.InPlace {
 		s += " in-place"
 	}
@@ -170,6 +180,28 @@ func ScanCases(quick bool) []ScanCase {
 		OverX: true})
 	add([]int{0, 5}, 1, scanSame(Contiguous), ScanNormal)
 	add([]int{4, 0}, 1, scanSame(Contiguous), ScanNormal)
+	return append(cs, ScanNonFiniteCases(quick)...)
+}
+
+// ScanNonFiniteCases are the ScanNonFinite cases: one tile and chained
+// tiles of both mappings (the row kernel's forward-state passes, the col
+// kernel's state in the main launch), an inner axis of a strided rank-3
+// tensor, short slices; each slice takes one of the patterns.
+func ScanNonFiniteCases(quick bool) []ScanCase {
+	var cs []ScanCase
+	add := func(shape []int, axis int, l [4]func([]int) Layout) {
+		cs = append(cs, ScanCase{Shape: shape, Axis: axis, Layouts: l, Values: ScanNonFinite})
+	}
+	add([]int{64, 9}, 1, scanSame(Contiguous))
+	add([]int{40, 300}, 1, scanSame(Contiguous))
+	add([]int{8, 9000}, 1, scanSame(Contiguous))
+	add([]int{300, 33}, 0, scanSame(Contiguous))
+	add([]int{3000, 40}, 0, scanSame(Contiguous))
+	add([]int{6, 200, 7}, 1, [4]func([]int) Layout{Transposed, Padded, Contiguous, Padded})
+	if !quick {
+		add([]int{4, 100000}, 1, scanSame(Contiguous))
+		add([]int{9000, 64}, 0, scanSame(Unaligned))
+	}
 	return cs
 }
 
@@ -203,6 +235,13 @@ func scanSlices(shape []int, axis int) [][]int {
 func scanInputs(rng *rand.Rand, op ops.ScanOp, dt dtype.DType, v ScanValues, slices [][]int, reverse bool, dy, x []float64) {
 	if v == ScanExact && op == ops.ScanLogcumsumexp {
 		v = ScanNormal
+	}
+	if v == ScanNonFinite {
+		if op == ops.ScanCumprod || op == ops.ScanLogcumsumexp {
+			scanNonFinite(rng, op, dt, slices, reverse, dy, x)
+			return
+		}
+		v = ScanSpecial
 	}
 	for _, idx := range slices {
 		n := len(idx)
@@ -299,6 +338,119 @@ func scanInputs(rng *rand.Rand, op ops.ScanOp, dt dtype.DType, v ScanValues, sli
 	}
 }
 
+// scanNonFinite fills dy and x with ScanNonFinite's patterns, one a slice
+// (pattern 0 keeps finite values, so that every case checks values too).
+func scanNonFinite(rng *rand.Rand, op ops.ScanOp, dt dtype.DType, slices [][]int, reverse bool, dy, x []float64) {
+	inf := math.Inf(1)
+	sign := func() float64 { return float64(2*rng.IntN(2) - 1) }
+	for _, idx := range slices {
+		n := len(idx)
+		at := func(p int) int {
+			if reverse {
+				return idx[n-1-p]
+			}
+			return idx[p]
+		}
+		// late: a scan position in the last quarter; anywhere: any position.
+		late := func() int { return n - 1 - rng.IntN(1+n/4) }
+		anywhere := func() int { return rng.IntN(n) }
+		g := make([]float64, n)
+		xs := make([]float64, n)
+		for p := range g {
+			g[p] = rng.NormFloat64()
+		}
+		pattern := rng.IntN(6)
+		switch op {
+		case ops.ScanCumprod:
+			for p := range xs {
+				xs[p] = 1 + rng.NormFloat64()*math.Min(0.05, 0.5/math.Sqrt(float64(n)))
+			}
+			switch pattern {
+			case 1: // one ±inf late, no zero
+				xs[late()] = sign() * inf
+			case 2: // two ±inf, no zero, some dy 0 or ±inf
+				xs[anywhere()], xs[anywhere()] = sign()*inf, sign()*inf
+				for p := range g {
+					switch rng.IntN(16) {
+					case 0:
+						g[p] = 0
+					case 1:
+						if rng.IntN(8) == 0 {
+							g[p] = sign() * inf
+						}
+					}
+				}
+			case 3: // ±inf before the first zero and between it and a second
+				if n >= 5 {
+					z1 := 1 + rng.IntN(n/2)
+					z2 := z1 + 2 + rng.IntN(n-z1-2)
+					xs[rng.IntN(z1)] = sign() * inf
+					xs[z1] = 0
+					xs[z1+1+rng.IntN(z2-z1-1)] = sign() * inf
+					xs[z2] = 0
+				}
+			case 4: // a zero, then ±inf after it (no second zero)
+				if n >= 2 {
+					z1 := rng.IntN(n - 1)
+					xs[z1] = 0
+					xs[z1+1+rng.IntN(n-z1-1)] = sign() * inf
+				}
+			case 5: // NaN, dy 0 from there on, sometimes a zero after it
+				p0 := anywhere()
+				xs[p0] = math.NaN()
+				for p := p0; p < n; p++ {
+					g[p] = 0
+				}
+				if p0+1 < n && rng.IntN(2) == 0 {
+					xs[p0+1+rng.IntN(n-p0-1)] = 0
+				}
+			default: // a zero or none
+				if rng.IntN(2) == 0 {
+					xs[anywhere()] = 0
+				}
+			}
+		case ops.ScanLogcumsumexp:
+			for p := range xs {
+				xs[p] = rng.NormFloat64() * 2
+			}
+			switch pattern {
+			case 1: // NaN late
+				xs[late()] = math.NaN()
+			case 2: // +inf late, ±inf in dy at or after it
+				p0 := late()
+				xs[p0] = inf
+				g[p0+rng.IntN(n-p0)] = sign() * inf
+			case 3: // -inf runs (leading and inside), ±inf late in dy
+				for p := 0; p < min(n, 1+rng.IntN(3)); p++ {
+					xs[p] = math.Inf(-1)
+				}
+				for p := range xs {
+					if rng.IntN(8) == 0 {
+						xs[p] = math.Inf(-1)
+					}
+				}
+				g[late()] = sign() * inf
+			case 4: // +1000 (factors underflow), ±inf in dy after it
+				p0 := anywhere()
+				xs[p0] = 1000
+				g[p0+rng.IntN(n-p0)] = sign() * inf
+			case 5: // -1000 (c underflows), ±inf in dy late
+				for p := range xs {
+					if rng.IntN(6) == 0 {
+						xs[p] = -1000
+					}
+				}
+				g[late()] = sign() * inf
+			}
+		}
+		for p := range g {
+			k := at(p)
+			dy[k] = dtype.Round(dt, g[p])
+			x[k] = dtype.Round(dt, xs[p])
+		}
+	}
+}
+
 // scanTol is the tolerance of one dx element: exact cases match to 0 ulp;
 // otherwise 2 ulp of dt, or an absolute error of 8 * eps * sqrt(n) * mag,
 // where eps is the opmath epsilon (2^-23, 2^-52 for f64), n the slice
@@ -307,7 +459,11 @@ func scanInputs(rng *rand.Rand, op ops.ScanOp, dt dtype.DType, v ScanValues, sli
 // sqrt(n) * eps * mag for random data (n * eps * mag at worst), and the
 // kernels' blocked order has far fewer levels (within 16 per thread, 5
 // across lanes, 7 across warps, 31 across tiles of a look-back group).
-func scanTol(dt dtype.DType, exact bool, n int, mag float64) Tol {
+// logcumsumexp's factors that underflow are the least positive value
+// (the reference's is float64's), so its dx may differ from the
+// reference by a subnormal multiple of that: an absolute floor of 2^-120
+// (2^-1000 for f64), far below any value that does not underflow.
+func scanTol(op ops.ScanOp, dt dtype.DType, exact bool, n int, mag float64) Tol {
 	if exact {
 		return Tol{}
 	}
@@ -315,7 +471,15 @@ func scanTol(dt dtype.DType, exact bool, n int, mag float64) Tol {
 	if dt == dtype.F64 {
 		eps = 0x1p-52
 	}
-	return Tol{ULP: 2, Abs: 8 * eps * math.Sqrt(float64(n)) * mag}
+	abs := 8 * eps * math.Sqrt(float64(n)) * mag
+	if op == ops.ScanLogcumsumexp {
+		floor := 0x1p-120
+		if dt == dtype.F64 {
+			floor = 0x1p-1000
+		}
+		abs = math.Max(abs, floor)
+	}
+	return Tol{ULP: 2, Abs: abs}
 }
 
 // CheckScan runs every case for one (op, dtype, direction) and compares dx
@@ -342,22 +506,29 @@ func (e *Env) CheckScan(op ops.ScanOp, dt dtype.DType, reverse bool, cases []Sca
 			res.Failf("%v: NewScanBackward: %v", c, err)
 			continue
 		}
-		total := int(product(c.Shape))
-		dy, x := make([]float64, total), make([]float64, total)
-		slices := scanSlices(c.Shape, c.Axis)
-		scanInputs(rng, op, dt, c.Values, slices, reverse, dy, x)
-		y := make([]float64, total)
-		for _, idx := range slices {
-			ys := ref.ScanForward(op.String(), gatherIdx(x, idx), reverse)
-			for k, i := range idx {
-				y[i] = dtype.Round(dt, ys[k])
-			}
-		}
-		if err := e.runScanCase(plan, c, slices, [3][]float64{dy, x, y}, &res); err != nil {
+		slices, in := scanCaseInputs(rng, op, dt, c, reverse)
+		if err := e.runScanCase(plan, c, slices, in, &res); err != nil {
 			res.Failf("%v: %v", c, err)
 		}
 	}
 	return res
+}
+
+// scanCaseInputs builds one case's dy, x and y (the reference forward of x,
+// rounded to dt) and the logical indices of its slices.
+func scanCaseInputs(rng *rand.Rand, op ops.ScanOp, dt dtype.DType, c ScanCase, reverse bool) ([][]int, [3][]float64) {
+	total := int(product(c.Shape))
+	dy, x := make([]float64, total), make([]float64, total)
+	slices := scanSlices(c.Shape, c.Axis)
+	scanInputs(rng, op, dt, c.Values, slices, reverse, dy, x)
+	y := make([]float64, total)
+	for _, idx := range slices {
+		ys := ref.ScanForward(op.String(), gatherIdx(x, idx), reverse)
+		for k, i := range idx {
+			y[i] = dtype.Round(dt, ys[k])
+		}
+	}
+	return slices, [3][]float64{dy, x, y}
 }
 
 func gatherIdx(v []float64, idx []int) []float64 {
@@ -455,7 +626,7 @@ func (e *Env) runScanCase(plan *ops.ScanBackward, c ScanCase, slices [][]int, in
 	for _, idx := range slices {
 		dx, mag := ref.ScanBackwardMag(op, gatherIdx(in[0], idx), gatherIdx(in[1], idx), gatherIdx(in[2], idx), desc.Reverse)
 		for k, i := range idx {
-			ok, ulp := Compare(dt, got[i], dx[k], scanTol(dt, exact, len(idx), mag[k]))
+			ok, ulp := Compare(dt, got[i], dx[k], scanTol(desc.Op, dt, exact, len(idx), mag[k]))
 			res.Checked++
 			if ulp > res.MaxULP && !math.IsInf(ulp, 0) {
 				res.MaxULP = ulp
@@ -469,17 +640,19 @@ func (e *Env) runScanCase(plan *ops.ScanBackward, c ScanCase, slices [][]int, in
 	return nil
 }
 
-// CheckScanVectors runs the observed PyTorch vectors of ref.ScanVectors for
-// one dtype in both directions: dx must have NaN exactly where PyTorch has
-// it and |dx| <= 1e-6 where PyTorch has 0, and match the reference on the
-// dtype's rounded inputs to 2 ulp (PyTorch's values came from f32 inputs).
+// CheckScanVectors runs the observed PyTorch vectors of ref.ScanVectors and
+// the derived ones of ref.ScanDerivedVectors for one dtype in both
+// directions: dx must have NaN and each infinity exactly where PyTorch has
+// them and |dx| <= 1e-6 where PyTorch has 0, and match the reference on
+// the dtype's rounded inputs to 2 ulp (PyTorch's values came from f32
+// inputs).
 func (e *Env) CheckScanVectors(dt dtype.DType) Result {
 	res := Result{Kernel: "scan vectors " + dt.Suffix()}
 	byName := map[string]ops.ScanOp{}
 	for _, op := range ops.ScanOps() {
 		byName[op.String()] = op
 	}
-	for _, v := range ref.ScanVectors {
+	for _, v := range append(ref.ScanVectors[:len(ref.ScanVectors):len(ref.ScanVectors)], ref.ScanDerivedVectors...) {
 		for _, reverse := range []bool{false, true} {
 			res.Cases++
 			n := len(v.X)
@@ -504,8 +677,9 @@ func (e *Env) CheckScanVectors(dt dtype.DType) Result {
 			want, mag := ref.ScanBackwardMag(v.Op, dy, x, y, reverse)
 			for i := range got {
 				res.Checked++
-				ok, _ := Compare(dt, got[i], want[i], scanTol(dt, false, n, mag[i]))
-				if math.IsNaN(pinned[i]) != math.IsNaN(got[i]) || pinned[i] == 0 && math.Abs(got[i]) > 1e-6 || !ok {
+				ok, _ := Compare(dt, got[i], want[i], scanTol(byName[v.Op], dt, false, n, mag[i]))
+				if math.IsNaN(pinned[i]) != math.IsNaN(got[i]) || math.IsInf(pinned[i], 0) && got[i] != pinned[i] ||
+					pinned[i] == 0 && math.Abs(got[i]) > 1e-6 || !ok {
 					res.Failf("%s x=%v dy=%v reverse=%v: dx[%d] = %v, PyTorch %v, reference %v", v.Op, x, dy, reverse, i,
 						got[i], pinned[i], dtype.Round(dt, want[i]))
 				}

@@ -28,6 +28,28 @@ func TestScanBackwardGPU(t *testing.T) {
 	}
 }
 
+// TestScanNonFiniteGPU runs the ScanNonFinite cases alone (TestScanBackwardGPU
+// runs them too, among the others) for cumprod and logcumsumexp, every
+// dtype and direction: ±inf and NaN placed where PyTorch's formulas turn
+// them into NaN or a signed infinity at other elements.
+func TestScanNonFiniteGPU(t *testing.T) {
+	env := testEnv(t)
+	cases := ScanNonFiniteCases(quick())
+	for _, op := range []ops.ScanOp{ops.ScanCumprod, ops.ScanLogcumsumexp} {
+		for _, dt := range dtype.All {
+			for _, reverse := range []bool{false, true} {
+				dir := "forward"
+				if reverse {
+					dir = "reverse"
+				}
+				t.Run("scan_bw_"+op.String()+"_"+dt.Suffix()+"_nonfinite/"+dir, func(t *testing.T) {
+					report(t, env.CheckScan(op, dt, reverse, cases, 44))
+				})
+			}
+		}
+	}
+}
+
 // TestScanStripGPU runs the suite for f16 and bf16 cummax and cummin with Run
 // taking the colstrip kernel wherever the device and the operands allow
 // it (ScanStripEnv=always; by itself Run takes it only where its strips

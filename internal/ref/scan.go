@@ -89,66 +89,132 @@ func sz(a, b float64) float64 {
 	return a * b
 }
 
+func finite(v float64) bool { return !math.IsInf(v, 0) && !math.IsNaN(v) }
+
+// tinyFactor is what an exp factor of logcumsumexp that underflows
+// becomes: the least positive float64, so that it still scales an
+// infinity to an infinity (PyTorch's log-space form keeps an infinite dy
+// infinite whatever the finite distance), and scales a finite value to
+// about 0.
+const tinyFactor = 0x1p-1074
+
+// lseExp is exp(d) for logcumsumexp's factors: at least tinyFactor where
+// d is finite, exactly 0 for d = -inf.
+func lseExp(d float64) float64 {
+	e := math.Exp(d)
+	if d > math.Inf(-1) && e < tinyFactor {
+		return tinyFactor
+	}
+	return e
+}
+
+// lseFactor is logcumsumexp's factor exp(from - to) between two y values
+// (from before to in scan order): lseExp, so 0 where to is +inf and from
+// is not (a cut PyTorch makes with exp(-inf): its finite dy beyond count
+// nothing, an infinite dy beyond gives NaN), and 1 where both are +inf
+// (the elements past the first +inf of x pass the sum of their dy on to
+// that cut); NaN where either is NaN or both are -inf.
+func lseFactor(from, to float64) float64 {
+	if math.IsInf(from, 1) && math.IsInf(to, 1) {
+		return 1
+	}
+	return lseExp(from - to)
+}
+
 // ScanBackward returns dx for one slice from dy and the saved x and y (a
 // nil slice for a save the op does not read), with exactly the formulas and
 // edge rules of gen/scan.cuh in float64. In scan order (k = 0 first; with
 // reverse the end of the slice), g = dy:
 //
-//	S_k = g_k + V_{k+1} (V_n = 0), dx_k = c_k == 0 ? 0 : c_k*S_k, V_k = a_k (.) S_k
+//	S_k = h_k + V_{k+1} (V_n = 0), dx_k = c_k (.) S_k, V_k = a_k (.) S_k
 //
-// with the strong-zero product (.) and per op
+// where h_k is g_k or the op's stand-in for it and (.) the op's product,
+// per op:
 //
-//	cumsum        a = 1, c = 1
-//	cumprod       a = x_k, c = y_{k-1} (1 for k = 0); c = 0 once a zero of
-//	              x came before k; c = NaN where x_k is not finite (n > 1)
-//	cummax/min    c = 1 where the forward index moves to k (x_k NaN, or the
-//	              running extremum is not NaN and x_k >= it, <= for cummin),
-//	              else 0; a = 1 - c
-//	logcumsumexp  a = exp(y_{k-1} - y_k) (0 for k = 0), c = exp(x_k - y_k);
-//	              a NaN g counts as 0
+//	cumsum        a = c = 1, h = g; plain products
+//	cumprod       the strong-zero product (.) for both: a (.) b = 0 where
+//	              a or b is 0, else a*b. Before the first zero z1 (and
+//	              at it): a = x_k, c = y_{k-1} (1 for k = 0), NaN where x_k
+//	              is not finite (n > 1); h = g where y_k is finite, else
+//	              g*|y_k| (±inf, or NaN where g is 0 or y_k NaN), which
+//	              adds the infinite terms y_j g_j of PyTorch's sum
+//	              Σ_{j>=k} y_j g_j with their signs; h = g at z1. After
+//	              z1: c = 0; h = g until an x after z1 is ±inf or NaN, from
+//	              there g*inf; a = x_k, at a later zero 0, or NaN with h =
+//	              NaN where an x between z1 and it was ±inf or NaN
+//	              (PyTorch's sum at z1 then multiplies that infinite
+//	              product by the zero dy past the second zero)
+//	cummax/min    c = 1 where the forward index moves to k (x_k NaN, or
+//	              the running extremum is not NaN and x_k >= it, <= for
+//	              cummin), else 0; a = 1 - c; h = g
+//	logcumsumexp  plain products (0 * inf is NaN: PyTorch's exp(inf - inf)
+//	              where x_k = -inf or y_k = +inf); a = lseFactor(y_{k-1},
+//	              y_k), c = lseExp(x_k - y_k); h = g, 0 where g is NaN
 func ScanBackward(op string, dy, x, y []float64, reverse bool) []float64 {
 	dx, _ := ScanBackwardMag(op, dy, x, y, reverse)
 	return dx
 }
 
 // ScanBackwardMag is ScanBackward that also returns, per element, the
-// magnitude of the sum it computes: |c_k| * Σ_j |g_j| |a_{k+1}...a_j|, the
+// magnitude of the sum it computes: |c_k| * Σ_j |h_j| |a_{k+1}...a_j|, the
 // scale of its rounding error (the conformance tolerances grow with it).
 func ScanBackwardMag(op string, dy, x, y []float64, reverse bool) (dx, mag []float64) {
 	n := len(dy)
 	a := make([]float64, n)
 	c := make([]float64, n)
-	g := make([]float64, n)
+	h := make([]float64, n)
 	ext := 1
 	if op == "cummin" {
 		ext = -1
 	}
-	var f float64 // forward state before the element
+	var f float64 // cummax/cummin: the running extremum before the element
 	switch op {
 	case "cummax":
 		f = math.Inf(-1)
 	case "cummin":
 		f = math.Inf(1)
 	}
+	// cumprod: a zero came before the element (z), and an x that is ±inf
+	// or NaN came after the first zero and before the element (iz).
+	z, iz := false, false
 	for i := 0; i < n; i++ {
 		k := scanIndex(i, n, reverse)
-		g[i] = dy[k]
+		g := dy[k]
+		h[i] = g
 		switch op {
 		case "cumsum":
 			a[i], c[i] = 1, 1
 		case "cumprod":
-			a[i] = x[k]
-			c[i] = 1
-			if i > 0 {
-				c[i] = y[scanIndex(i-1, n, reverse)]
+			xk := x[k]
+			a[i] = xk
+			switch {
+			case n == 1:
+				c[i] = 1
+			case !z:
+				c[i] = 1
+				if i > 0 {
+					c[i] = y[scanIndex(i-1, n, reverse)]
+				}
+				if c[i] != 0 && !finite(xk) {
+					c[i] = math.NaN()
+				}
+				if yk := y[k]; xk != 0 && !finite(yk) {
+					h[i] = g * math.Abs(yk)
+				}
+			case xk == 0:
+				if iz {
+					a[i], h[i] = math.NaN(), math.NaN()
+				}
+			default:
+				if iz || !finite(xk) {
+					h[i] = g * math.Inf(1)
+				}
 			}
-			if f != 0 {
-				c[i] = 0
-			} else if n > 1 && c[i] != 0 && (math.IsInf(x[k], 0) || math.IsNaN(x[k])) {
-				c[i] = math.NaN()
+			if z && !finite(xk) {
+				iz = true
 			}
-			if x[k] == 0 {
-				f = 1
+			if xk == 0 {
+				z = true
 			}
 		case "cummax", "cummin":
 			v := x[k]
@@ -161,29 +227,38 @@ func ScanBackwardMag(op string, dy, x, y []float64, reverse bool) (dx, mag []flo
 			f = extCombine(ext, f, v)
 		case "logcumsumexp":
 			if i > 0 {
-				a[i] = math.Exp(y[scanIndex(i-1, n, reverse)] - y[k])
+				a[i] = lseFactor(y[scanIndex(i-1, n, reverse)], y[k])
 			}
-			c[i] = math.Exp(x[k] - y[k])
-			if math.IsNaN(g[i]) {
-				g[i] = 0
+			c[i] = lseExp(x[k] - y[k])
+			if math.IsNaN(g) {
+				h[i] = 0
 			}
 		default:
 			panic(fmt.Sprintf("ref: unknown scan op %q", op))
 		}
 	}
+	plain := op == "logcumsumexp"
 	dx = make([]float64, n)
 	mag = make([]float64, n)
 	v, vabs := 0.0, 0.0
 	for i := n - 1; i >= 0; i-- {
 		k := scanIndex(i, n, reverse)
-		s := g[i] + v
-		sabs := math.Abs(g[i]) + vabs
-		if c[i] != 0 {
+		s := h[i] + v
+		sabs := math.Abs(h[i]) + vabs
+		switch {
+		case plain:
 			dx[k] = c[i] * s
-			mag[k] = math.Abs(c[i]) * sabs
+			mag[k] = c[i] * sabs
+			v = a[i] * s
+			vabs = a[i] * sabs
+		default:
+			if c[i] != 0 {
+				dx[k] = c[i] * s
+				mag[k] = math.Abs(c[i]) * sabs
+			}
+			v = sz(a[i], s)
+			vabs = sz(math.Abs(a[i]), sabs)
 		}
-		v = sz(a[i], s)
-		vabs = sz(math.Abs(a[i]), sabs)
 	}
 	return dx, mag
 }
@@ -258,9 +333,15 @@ func checkScanFD() error {
 
 // PyTorch's own formulas (docs/semantics.md 4), for the cross-check.
 
-// cumprodBackwardTorch is cumprod_backward for one slice: the division
-// formula without zeros, else the three regions around the first zero z1
-// and the second z2.
+// cumprodBackwardTorch is cumprod_backward for one slice, its masked
+// first-order form (which equals the division form on a slice without
+// zeros): with z1 the first zero and z2 the second (n where there is
+// none), dx_k = Σ_{k<=j<z1} y_j g_j / x_k for k < z1; at z1 the sum over
+// the whole slice of P_j G_j, where P is the cumulative product of x with
+// every element outside (z1, z2) set to 1 and G is g with every element
+// outside [z1, z2) set to 0, times y_{z1-1} (1 at z1 = 0); 0 after z1.
+// Past z2, P_j G_j is inf * 0 = NaN where the product up to z2 is
+// infinite, and PyTorch keeps it.
 func cumprodBackwardTorch(g, x, y []float64) []float64 {
 	n := len(x)
 	dx := make([]float64, n)
@@ -278,7 +359,6 @@ func cumprodBackwardTorch(g, x, y []float64) []float64 {
 			}
 		}
 	}
-	// k < z1: reverse_cumsum(y*g masked to [0, z1)) / x_k.
 	rc := 0.0
 	for k := z1 - 1; k >= 0; k-- {
 		rc += y[k] * g[k]
@@ -290,13 +370,17 @@ func cumprodBackwardTorch(g, x, y []float64) []float64 {
 			prefix = y[z1-1]
 		}
 		sum, prod := 0.0, 1.0
-		for j := z1; j < z2; j++ {
-			if j > z1 {
+		for j := 0; j < n; j++ {
+			if j > z1 && j < z2 {
 				prod *= x[j]
 			}
-			sum += g[j] * prod
+			gj := 0.0
+			if j >= z1 && j < z2 {
+				gj = g[j]
+			}
+			sum += prod * gj
 		}
-		dx[z1] = prefix * sum
+		dx[z1] = sum * prefix
 	}
 	return dx
 }
@@ -349,30 +433,60 @@ func cumExtBackwardTorch(op string, g, x []float64) []float64 {
 	return dx
 }
 
+// sameClass compares a result with PyTorch's: NaN with NaN, an infinity
+// with the same infinity, finite values to tol relative (absolute below 1).
+func sameClass(got, want, tol float64) bool {
+	switch {
+	case math.IsNaN(got) || math.IsNaN(want):
+		return math.IsNaN(got) && math.IsNaN(want)
+	case math.IsInf(got, 0) || math.IsInf(want, 0):
+		return got == want
+	}
+	return closeRel(got, want, tol)
+}
+
+// pick returns one of vals with probability 1/odds each, else v.
+func pick(rng *rand.Rand, v float64, odds int, vals ...float64) float64 {
+	if i := rng.IntN(odds); i < len(vals) {
+		return vals[i]
+	}
+	return v
+}
+
 // checkScanPyTorchFormulas compares the recurrence with PyTorch's own
-// formulas on random slices: cumprod with zeros (every region), cummax and
-// cummin with ties and NaN (exactly), logcumsumexp with -inf runs.
+// formulas on random slices, both directions: cumprod with zeros (every
+// region), ±inf and NaN in x and ±inf, NaN and 0 in dy; cummax and cummin
+// with ties and NaN (exactly); logcumsumexp with -inf runs, NaN, +inf and
+// ±1000 (exp underflows) in x and ±inf, NaN and 0 in dy. NaN and the
+// infinities must fall where PyTorch's formulas put them.
 func checkScanPyTorchFormulas() error {
 	rng := rand.New(rand.NewPCG(3, 5))
-	for trial := 0; trial < 2000; trial++ {
+	inf := math.Inf(1)
+	for trial := 0; trial < 4000; trial++ {
 		n := 1 + rng.IntN(12)
+		reverse := trial%2 == 1
 		g := make([]float64, n)
 		x := make([]float64, n)
+		special := trial%4 >= 2
 		for i := range g {
 			g[i] = rng.NormFloat64()
+			if special {
+				g[i] = pick(rng, g[i], 24, inf, -inf, nan, 0)
+			}
 		}
 		for i := range x {
 			x[i] = rng.Float64()*3 - 1.5
 			if rng.IntN(4) == 0 {
 				x[i] = 0
 			}
-		}
-		y := ScanForward("cumprod", x, false)
-		got, want := ScanBackward("cumprod", g, x, y, false), cumprodBackwardTorch(g, x, y)
-		for k := range got {
-			if !closeRel(got[k], want[k], 1e-9) {
-				return fmt.Errorf("cumprod x=%v g=%v: dx[%d] = %v, PyTorch's formula %v", x, g, k, got[k], want[k])
+			if special {
+				x[i] = pick(rng, x[i], 8, inf, -inf, nan)
 			}
+		}
+		if err := crossCheck("cumprod", g, x, reverse, 1e-9, func(g, x, y []float64) []float64 {
+			return cumprodBackwardTorch(g, x, y)
+		}); err != nil {
+			return err
 		}
 		for _, op := range []string{"cummax", "cummin"} {
 			for i := range x {
@@ -384,11 +498,10 @@ func checkScanPyTorchFormulas() error {
 					x[i] = math.Inf(2*rng.IntN(2) - 1)
 				}
 			}
-			got, want := ScanBackward(op, g, x, nil, false), cumExtBackwardTorch(op, g, x)
-			for k := range got {
-				if !closeRel(got[k], want[k], 1e-12) {
-					return fmt.Errorf("%s x=%v g=%v: dx[%d] = %v, scatter_add %v", op, x, g, k, got[k], want[k])
-				}
+			if err := crossCheck(op, g, x, reverse, 1e-12, func(g, x, _ []float64) []float64 {
+				return cumExtBackwardTorch(op, g, x)
+			}); err != nil {
+				return err
 			}
 		}
 		lead := rng.IntN(3)
@@ -397,13 +510,33 @@ func checkScanPyTorchFormulas() error {
 			if i < lead || rng.IntN(8) == 0 {
 				x[i] = math.Inf(-1)
 			}
-		}
-		y = ScanForward("logcumsumexp", x, false)
-		got, want = ScanBackward("logcumsumexp", g, x, y, false), logcumsumexpBackwardTorch(g, x, y)
-		for k := range got {
-			if math.IsNaN(got[k]) != math.IsNaN(want[k]) || !math.IsNaN(got[k]) && math.Abs(got[k]-want[k]) > 1e-9*(1+math.Abs(want[k])) {
-				return fmt.Errorf("logcumsumexp x=%v g=%v: dx[%d] = %v, PyTorch's formula %v", x, g, k, got[k], want[k])
+			if special {
+				x[i] = pick(rng, x[i], 10, inf, nan, 1000, -1000)
 			}
+		}
+		if err := crossCheck("logcumsumexp", g, x, reverse, 1e-9, logcumsumexpBackwardTorch); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// crossCheck runs the recurrence on one slice (in scan order when
+// reverse) and compares it with torch, PyTorch's formula for the slice in
+// scan order.
+func crossCheck(op string, g, x []float64, reverse bool, tol float64, torch func(g, x, y []float64) []float64) error {
+	if reverse {
+		g, x = flipped(g), flipped(x)
+	}
+	y := ScanForward(op, x, reverse)
+	got := ScanBackward(op, g, x, y, reverse)
+	if reverse {
+		g, x, y, got = flipped(g), flipped(x), flipped(y), flipped(got)
+	}
+	want := torch(g, x, y)
+	for k := range got {
+		if !sameClass(got[k], want[k], tol) {
+			return fmt.Errorf("%s x=%v g=%v reverse=%v: dx[%d] = %v, PyTorch's formula %v", op, x, g, reverse, k, got[k], want[k])
 		}
 	}
 	return nil
@@ -438,14 +571,54 @@ var ScanVectors = []struct {
 	{"cumsum", []float64{1, 2, 3}, []float64{1, 2, 3}, []float64{6, 5, 3}},
 }
 
+// ScanDerivedVectors are values worked out by hand from PyTorch's
+// formulas (cumprod_backward, logcumsumexp_backward in
+// torch/csrc/autograd/FunctionsManual.cpp; docs/semantics.md 4) where the
+// infinities and NaN decide them, forward direction:
+//   - cumprod without a zero before k: dx_k = Σ_{j>=k} y_j g_j / x_k, so NaN
+//     where the infinite terms y_j g_j have both signs (or one is inf * 0),
+//     ±inf where they share one; at the first zero z1, y_{z1-1} times
+//     Σ_j P_j G_j over the whole slice (P: the cumulative product of x
+//     inside (z1, z2), G: dy inside [z1, z2)), NaN past a second zero z2
+//     where P is infinite there (inf * 0);
+//   - logcumsumexp: exp(x_k + rlcse(log g⁺ - y)_k) - exp(x_k + rlcse(log
+//     g⁻ - y)_k): a NaN in x makes every dx NaN, an infinite dy beyond k
+//     reaches k at any distance (NaN where y = +inf at it, or where x_k is
+//     -inf or y_k is +inf).
+var ScanDerivedVectors = []struct {
+	Op        string
+	X, DY, DX []float64
+}{
+	{"cumprod", []float64{2, inf(1), inf(-1), 3}, []float64{1, 1, 1, 1}, []float64{nan, nan, nan, inf(-1)}},
+	{"cumprod", []float64{2, inf(1), 3}, []float64{1, -1, 1}, []float64{nan, nan, inf(1)}},
+	{"cumprod", []float64{2, inf(1), 3}, []float64{1, 1, 0}, []float64{nan, nan, nan}},
+	{"cumprod", []float64{-2, inf(1), 3}, []float64{1, 1, 1}, []float64{inf(1), nan, inf(-1)}},
+	{"cumprod", []float64{2, nan, 3}, []float64{1, 0, 0}, []float64{nan, nan, nan}},
+	{"cumprod", []float64{inf(1), 0, 2, 0}, []float64{1, 1, -0.25, 1}, []float64{nan, inf(1), 0, 0}},
+	{"cumprod", []float64{2, 0, inf(1), 0, 5}, []float64{1, 1, 1, 1, 1}, []float64{1, nan, 0, 0, 0}},
+	{"cumprod", []float64{2, 0, inf(1), 5}, []float64{1, 1, 1, 1}, []float64{1, inf(1), 0, 0}},
+	{"cumprod", []float64{0, inf(1), inf(-1), 3}, []float64{1, 1, 1, 1}, []float64{nan, 0, 0, 0}},
+	{"cumprod", []float64{2, 0, nan, 3}, []float64{1, 2, 0, 0}, []float64{1, nan, 0, 0}},
+	{"logcumsumexp", []float64{1, inf(-1), 2, nan}, []float64{1, 1, 1, 1}, []float64{nan, nan, nan, nan}},
+	{"logcumsumexp", []float64{1, inf(1), nan}, []float64{1, 1, 1}, []float64{nan, nan, nan}},
+	{"logcumsumexp", []float64{1, inf(-1), 2}, []float64{1, 1, inf(1)}, []float64{inf(1), nan, inf(1)}},
+	{"logcumsumexp", []float64{1, inf(1), 2}, []float64{1, 1, inf(-1)}, []float64{nan, nan, nan}},
+	{"logcumsumexp", []float64{0, 1000, 1}, []float64{1, 1, inf(1)}, []float64{inf(1), inf(1), inf(1)}},
+	{"logcumsumexp", []float64{1, 2, 3}, []float64{1, inf(1), inf(-1)}, []float64{nan, nan, inf(-1)}},
+	{"logcumsumexp", []float64{1, inf(-1), 2}, []float64{1, 1, nan}, []float64{2, 0, 0}},
+	{"logcumsumexp", []float64{inf(-1), 1, inf(-1), 2}, []float64{1, 1, 1, inf(1)}, []float64{nan, inf(1), nan, inf(1)}},
+	{"logcumsumexp", []float64{inf(-1), inf(-1), 1, inf(-1), nan}, []float64{1, 1, 1, 1, 1}, []float64{nan, nan, nan, nan, nan}},
+}
+
 var nan = math.NaN()
 
 func inf(sign int) float64 { return math.Inf(sign) }
 
-// checkScanVectors runs the observed vectors forward and mirrored
-// (reverse over the flipped slice must give the flipped gradient).
+// checkScanVectors runs the observed and the derived vectors forward and
+// mirrored (reverse over the flipped slice must give the flipped
+// gradient): NaN and the infinities exactly, other values to 1e-6.
 func checkScanVectors() error {
-	for _, v := range ScanVectors {
+	for _, v := range append(ScanVectors[:len(ScanVectors):len(ScanVectors)], ScanDerivedVectors...) {
 		for _, reverse := range []bool{false, true} {
 			x, dy, want := v.X, v.DY, v.DX
 			if reverse {
@@ -454,8 +627,7 @@ func checkScanVectors() error {
 			y := ScanForward(v.Op, x, reverse)
 			got := ScanBackward(v.Op, dy, x, y, reverse)
 			for k := range got {
-				if math.IsNaN(got[k]) != math.IsNaN(want[k]) || !math.IsNaN(want[k]) &&
-					!(got[k] == want[k] || math.Abs(got[k]-want[k]) <= 1e-6*math.Max(1, math.Abs(want[k]))) {
+				if !sameClass(got[k], want[k], 1e-6) {
 					return fmt.Errorf("%s reverse=%v x=%v dy=%v: dx = %v, PyTorch %v", v.Op, reverse, x, dy, got, want)
 				}
 			}
