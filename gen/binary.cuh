@@ -7,17 +7,8 @@
 #pragma once
 #include "common.cuh"
 
-// BinaryLayout is passed by value (mirrored by binaryLayout in ops/binary.go).
-// Dims and strides are in elements, innermost last; the launcher merges
-// dims so rank is usually 1 or 2.
-struct BinaryLayout {
-	i64 n;     // number of elements
-	int rank;  // 0..BC_MAX_RANK (0 or 1 with mode != 0 for contiguous tensors)
-	int mode;  // 0 strided, 1 contiguous, 2 contiguous and every pointer 16-byte aligned
-	i64 dim[BC_MAX_RANK];
-	i64 stride[5][BC_MAX_RANK];  // dy, a, b, da, db
-};
-static_assert(sizeof(BinaryLayout) == 400, "BinaryLayout must match ops/binary.go");
+// BinaryLayout, the kernels' last parameter: from the spec (gen/spec_layouts.go).
+#include "zlayouts.cuh"
 
 // add(a, b, alpha) = a + alpha*b: da = g, db = alpha*g.
 struct AddBw {

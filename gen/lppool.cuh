@@ -42,28 +42,8 @@
 #pragma once
 #include "common.cuh"
 
-// LpPoolLayout is passed by value (mirrored by lpLayout in ops/lppool_launch.go).
-struct LpPoolLayout {
-	i64 base;                // first tile of this launch
-	i64 total;               // tiles
-	i64 rows;                // N*C*H input rows
-	i64 channels;            // C, to split a row's n*C + c; 0: every tensor addresses nc*stride_c
-	unsigned long long a_magic, h_magic, c_magic;  // bc_div by segs, by H, by channels
-	i64 stride[4][4];        // x, y, dy, dx: strides of n, c, h, w in elements
-	double f_col, f_row, f_corner;  // K/c_w of the last window column, row, and both (1 when full)
-	float f_col32, f_row32, f_corner32, pad32_;  // the same rounded to float, for float opmath
-	int H, W, Ho, Wo;        // input and output spatial dims
-	int kh, kw, sh, sw;
-	int a_shift, h_shift, c_shift;
-	int segs;                // segments per row group
-	int tu;                  // threads (units) per tile row
-	int tr;                  // rows per tile
-	int nw_max;              // shared-memory slots of a tile row: window columns per pass
-	int sw_shift, sh_shift, tu_shift;
-	unsigned sw_magic, sh_magic, tu_magic;  // lp_div32 by sw, sh and tu
-	int pad_;
-};
-static_assert(sizeof(LpPoolLayout) == 312, "LpPoolLayout must match lpLayout in ops/lppool_launch.go");
+// LpPoolLayout, the kernels' last parameter: from the spec (gen/spec_layouts.go).
+#include "zlayouts.cuh"
 
 // lp_div32 is floor(n / d) for 0 <= n < 2^31 and 1 <= d <= 2^30 with one
 // multiply-high: magic = ceil(2^(31+l) / d), shift = l - 1 with

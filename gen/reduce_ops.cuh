@@ -25,35 +25,8 @@ enum { RED_FUSED = 0, RED_STATS = 1, RED_APPLY = 2, RED_ONE = 3, RED_CLUSTER = 4
 #define RED_CLUSTER_HMAX 32
 enum { RED_PHASE_APPLY = 0, RED_PHASE_TOTAL = 1, RED_PHASE_FLAT = 2 };
 
-// ReduceLayout is passed by value (mirrored by reduceLayout in ops/reduce_launch.go).
-struct ReduceLayout {
-	i64 k;        // reduced axis length (>= 1)
-	i64 slices;   // S = numel / k
-	i64 chunk;    // positions per chunk (k when nchunks == 1)
-	i64 nchunks;  // chunks per slice
-	i64 tiles;    // row: S*nchunks; col: ceil(S/W)*nchunks
-	double scale; // mean: 1/N (in opmath); var/std: 2/(N - correction)
-	int mapping;  // RED_ROW or RED_COL
-	int group;    // row: threads per tile G; col: threads along k H
-	int vec;      // row: x and dx step 1 along the axis (packs where aligned)
-	int reverse;  // walk the tiles last to first
-	int srank;    // slice dims in use, 0..RED_SRANK
-	int cvec;     // col: slices per thread: RedColVec<T, Op>, half of it, or 1
-	int phase;    // apply kernel: RED_PHASE_TOTAL or RED_PHASE_APPLY
-	int pad_;
-	i64 sdim[RED_SRANK];          // slice dims, outermost first
-	i64 sstride[4][RED_SRANK];    // x, y, dy, dx strides of the slice dims
-	i64 kstride[2];               // x, dx strides along the axis
-	i64 vstride[2];               // y, dy strides of the innermost slice dim
-	// The flat kernel's (x viewed as [O, k, I], all operands dense; the
-	// strip kernel takes fip = I and fmagic[0] dividing by its strips per
-	// outer index, see reduce_strip):
-	i64 fpacks;                   // 16-byte packs of x and dx
-	i64 fip;                      // I/N packs across the inner dims, 0 when I == 1
-	unsigned long long fmagic[2]; // bc_div by the packs of one outer index, by fip
-	int fshift[2];
-};
-static_assert(sizeof(ReduceLayout) == 432, "ReduceLayout must match reduceLayout in ops/reduce_launch.go");
+// ReduceLayout, the kernels' last parameter: from the spec (gen/spec_layouts.go).
+#include "zlayouts.cuh"
 
 // RedAcc is a slice's statistics: a = sum or product, z = a count. It is
 // also the workspace entry (8 bytes for float opmath, 16 for double).

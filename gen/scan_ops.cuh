@@ -14,42 +14,8 @@
 
 enum { SCAN_MAIN = 0, SCAN_FWD_TILES = 1, SCAN_FWD_PREFIX = 2, SCAN_EXT_FIX = 4 };
 
-// ScanLayout is passed by value (mirrored by scanLayout in ops/scan_launch.go).
-struct ScanLayout {
-	i64 n;        // elements along the scan axis (>= 1)
-	i64 nslices;  // slices: the product of the other dims
-	i64 chunks;   // tiles per slice; > 1 chains tiles through the workspace
-	i64 units;    // look-back units: slices (row) or 32-slice groups (col)
-	int srank;    // merged slice dims, 0..SCAN_SRANK
-	int reverse;  // the forward scan ran from the end of the axis
-	int phase;    // SCAN_MAIN, SCAN_FWD_TILES, SCAN_FWD_PREFIX or SCAN_EXT_FIX
-	int split;    // row: threads per slice; col: warps along the axis
-	int items;    // col: elements per thread per tile (row: ScanItems::row)
-	int vec;      // row: every operand has unit stride along the axis
-	i64 sdim[SCAN_SRANK];        // slice dims, outermost first
-	unsigned long long smagic[SCAN_SRANK];  // division by sdim: see bc_div
-	int sshift[SCAN_SRANK + 1];
-	i64 sstride[4][SCAN_SRANK];  // dy, x, y, dx strides of the slice dims
-	i64 astride[4];              // dy, x, y, dx strides along the axis
-	i64 ws_flags;    // workspace byte offsets: tile flags (double opmath),
-	i64 ws_agg;      // tile maps,
-	i64 ws_incl;     // values after them,
-	i64 ws_fwd;      // forward values,
-	i64 ws_fix;      // take-over records (ext order),
-	i64 ws_unitflag; // unit flags (col cumprod); the ticket counter is at 0
-	// A col ticket t names tile row t / units and look-back unit t % units:
-	// bc_div's constants for the units (0 in the row mapping, which divides).
-	unsigned long long tmagic;
-	int tshift;
-	int lsplit;  // log2(split): split is a power of two
-	// The fill blocks (see scan_take): the first `fillers` tickets set
-	// [SCAN_COUNTER, ws_fill) of the workspace to 0xff bytes, a share each
-	// (0: the row mapping's forward-state passes fill it).
-	i64 ws_fill;
-	int fillers;
-	int pad_;
-};
-static_assert(sizeof(ScanLayout) == 536, "ScanLayout must match scanLayout in ops/scan_launch.go");
+// ScanLayout, the kernels' last parameter: from the spec (gen/spec_layouts.go).
+#include "zlayouts.cuh"
 
 // FixRec is a tile's take-over record (ext order): dx at its last take-over
 // k* without the carry, and k* as an offset in the tile.

@@ -1,7 +1,7 @@
 package main
 
 // binaryFamily: elementwise backward of a two-input op. Layout is
-// BinaryLayout in binary.cuh (mirrored by binaryLayout in ops/binary.go).
+// BinaryLayout (spec_layouts.go).
 var binaryFamily = Family{
 	Name:   "binary",
 	Prefix: "binary_bw",

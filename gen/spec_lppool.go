@@ -3,7 +3,7 @@ package main
 // lppoolFamily: LP pool 1d/2d backward. One kernel per (p class, dtype)
 // serves both plans (1d is 2d with H = 1); the op picks the p == 1 and
 // p == 2 fast paths or precise pow for any other p. Layout is LpPoolLayout
-// in lppool.cuh (mirrored by lpLayout in ops/lppool_launch.go).
+// (spec_layouts.go).
 var lppoolFamily = Family{
 	Name:   "lppool",
 	Prefix: "lppool_bw",

@@ -16,8 +16,7 @@ package main
 // split col slices and the strips of an op with statistics as thread
 // block clusters, which combine their partials through distributed shared
 // memory. A variant is instantiated only for the ops it serves (the lists
-// below). Layout is ReduceLayout in reduce_ops.cuh (mirrored by reduceLayout
-// in ops/reduce_launch.go).
+// below). Layout is ReduceLayout (spec_layouts.go).
 // redCluster is the cluster variant's blocks per cluster
 // (also RED_CLUSTER_BLOCKS and ops' redCluster, through gen/spec_consts.go): 2, which
 // measured faster than 4 and 8 on an H100.

@@ -8,8 +8,7 @@ import "github.com/baracuda-go/baracuda/dtype"
 // other (lanes across slices, warps along the axis). Each kernel also runs
 // the passes of long axes (L.phase): the row kernels' two forward-state
 // passes, the col kernels' ext fix pass for f64 (float dtypes run it in
-// the main launch). Layout is
-// ScanLayout in scan_ops.cuh (mirrored by scanLayout in ops/scan_launch.go).
+// the main launch). Layout is ScanLayout (spec_layouts.go).
 var scanFamily = Family{
 	Name:   "scan",
 	Prefix: "scan_bw",

@@ -100,16 +100,6 @@ type BinaryBackward struct {
 	kernel *kernelRef
 }
 
-// binaryLayout mirrors BinaryLayout in gen/binary.cuh; it travels by value
-// as the kernel's last parameter.
-type binaryLayout struct {
-	n      int64
-	rank   int32
-	mode   int32 // 0 strided, 1 contiguous, 2 contiguous and 16-byte aligned
-	dim    [MaxRank]int64
-	stride [5][MaxRank]int64 // dy, a, b, da, db
-}
-
 const (
 	modeStrided    = 0
 	modeContiguous = 1

@@ -12,44 +12,6 @@ import (
 // strides, the variant and tiling it picks, and the launch. The plans are
 // in lppool.go.
 
-// lpLayout mirrors LpPoolLayout in gen/lppool.cuh; it travels by value as
-// the kernel's last parameter.
-type lpLayout struct {
-	base     int64  // first tile of the launch
-	total    int64  // tiles
-	rows     int64  // N*C*H input rows
-	channels int64  // C when n and c must be split, else 0
-	aMagic   uint64 // division by segs, by H, by channels (divMagic)
-	hMagic   uint64
-	cMagic   uint64
-	stride   [4][4]int64 // x, y, dy, dx: strides of n, c, h, w
-	fCol     float64     // K/c_w of the last window column, row, and both
-	fRow     float64
-	fCorner  float64
-	fCol32   float32 // the same rounded to float32
-	fRow32   float32
-	fCorn32  float32
-	_        float32
-	h, w     int32
-	ho, wo   int32
-	kh, kw   int32
-	sh, sw   int32
-	aShift   int32
-	hShift   int32
-	cShift   int32
-	segs     int32 // segments per row group
-	tu       int32 // threads (work units) per tile row
-	tr       int32 // rows per tile
-	nwMax    int32 // shared-memory slots of a tile row (window columns per pass)
-	swShift  int32 // divMagic32 of sw, sh and tu
-	shShift  int32
-	tuShift  int32
-	swMagic  uint32
-	shMagic  uint32
-	tuMagic  uint32
-	_        int32
-}
-
 // lpSmemBytes bounds a tile's shared memory. Most tiles need a few KiB
 // (a float per window column per tile row); at the bound 8 blocks of 256
 // threads still fit an H100 SM's 228 KiB.

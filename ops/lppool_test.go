@@ -21,7 +21,7 @@ func init() {
 }
 
 func TestLpLayoutSize(t *testing.T) {
-	// gen/lppool.cuh static_asserts sizeof(LpPoolLayout) == 312.
+	// gen/zlayouts.cuh static_asserts sizeof(LpPoolLayout) == 312.
 	if s := unsafe.Sizeof(lpLayout{}); s != 312 {
 		t.Fatalf("lpLayout is %d bytes, LpPoolLayout 312", s)
 	}

@@ -12,15 +12,6 @@ import (
 // the workspace they need. The plan is in reduce.go; Run, the kernel layout
 // and the launches in reduce_launch.go.
 
-// reduceFlat is the flat kernel's part of the layout (reduce_flat in
-// gen/reduce_flat.cuh): x seen as [O, k, I]; packs of 16 bytes.
-type reduceFlat struct {
-	packs int64     // of x and dx
-	ip    int64     // I/N packs across the inner dims, 0 when I == 1
-	magic [2]uint64 // divMagic by the packs of one outer index, by ip
-	shift [2]int32
-}
-
 // Geometry. A slice (the k elements reduced into one output) is cut into
 // chunks; a (slice, chunk) pair is a tile. The row mapping (the axis is x's
 // fastest dim) gives a tile G threads stepping along the axis with 16-byte

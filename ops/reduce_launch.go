@@ -12,21 +12,6 @@ import (
 // kernel layout built from the operands' strides, and the launches. The
 // plan is in reduce.go, its geometry in reduce_geometry.go.
 
-// reduceLayout mirrors ReduceLayout in gen/reduce_ops.cuh; it travels by value
-// as the kernels' last parameter.
-type reduceLayout struct {
-	k, slices, chunk, nchunks, tiles int64
-	scale                            float64
-	mapping, group, vec, reverse     int32
-	srank, cvec                      int32
-	phase, _                         int32 // apply kernel: redPhaseApply or redPhaseTotal
-	sdim                             [MaxRank - 1]int64
-	sstride                          [4][MaxRank - 1]int64 // x, y, dy, dx
-	kstride                          [2]int64              // x, dx
-	vstride                          [2]int64              // y, dy of the innermost slice dim
-	flat                             reduceFlat
-}
-
 // dense reports whether Run may take the flat kernel for a: the shape
 // allows it and every operand it reads or writes is contiguous and 16-byte
 // aligned.

@@ -20,7 +20,7 @@ func init() {
 
 func TestReduceLayoutMatchesCUDA(t *testing.T) {
 	if got := unsafe.Sizeof(reduceLayout{}); got != 432 {
-		t.Fatalf("reduceLayout is %d bytes, ReduceLayout in reduce.cuh 432", got)
+		t.Fatalf("reduceLayout is %d bytes, ReduceLayout in gen/zlayouts.cuh 432", got)
 	}
 	f := familyByName("reduce")
 	if f == nil {

@@ -53,25 +53,6 @@ func stripFills(blocks int64, sms, per int) bool {
 	return blocks <= slots && 4*blocks >= 3*slots
 }
 
-// scanLayout mirrors ScanLayout in gen/scan_ops.cuh; it travels by value as
-// the kernel's last parameter.
-type scanLayout struct {
-	n, nslices, chunks, units int64
-	srank, reverse, phase     int32
-	split, items, vec         int32
-	sdim                      [MaxRank - 1]int64
-	smagic                    [MaxRank - 1]uint64
-	sshift                    [MaxRank]int32
-	sstride                   [4][MaxRank - 1]int64 // dy, x, y, dx
-	astride                   [4]int64
-	wsFlags, wsAgg, wsIncl    int64
-	wsFwd, wsFix, wsUnitFlag  int64
-	tmagic                    uint64 // bc_div's constants for the tickets of a tile row
-	tshift, lsplit            int32  // lsplit: log2(split)
-	wsFill                    int64  // the fill blocks' part: [scanCounter, wsFill)
-	fillers, _                int32
-}
-
 // Kernel phases (SCAN_MAIN, SCAN_FWD_TILES, SCAN_FWD_PREFIX,
 // SCAN_EXT_FIX, the last for f64 only). The ext order's main launch is
 // SCAN_MAIN: the col kernel knows the order from the op and the tile

@@ -20,7 +20,7 @@ func init() {
 
 func TestScanLayoutSize(t *testing.T) {
 	if s := unsafe.Sizeof(scanLayout{}); s != 536 {
-		t.Fatalf("scanLayout is %d bytes; ScanLayout in gen/scan.cuh is 536", s)
+		t.Fatalf("scanLayout is %d bytes; ScanLayout in gen/zlayouts.cuh is 536", s)
 	}
 	if o := unsafe.Offsetof(scanLayout{}.sstride); o != 200 {
 		t.Errorf("sstride at offset %d, want 200", o)
