@@ -170,14 +170,14 @@ __device__ __forceinline__ unsigned red_dsmem_addr(const void* p, unsigned r) {
 }
 __device__ __forceinline__ RedAcc<float> red_dsmem(const RedAcc<float>* p, unsigned r) {
 	float a;
-	int z;
+	unsigned z;
 	asm volatile("ld.shared::cluster.v2.b32 {%0, %1}, [%2];" : "=f"(a), "=r"(z) : "r"(red_dsmem_addr(p, r)) : "memory");
 	return red_acc(a, z);
 }
 __device__ __forceinline__ RedAcc<double> red_dsmem(const RedAcc<double>* p, unsigned r) {
 	const unsigned q = red_dsmem_addr(p, r);
 	double a;
-	int z;
+	unsigned z;
 	asm volatile("ld.shared::cluster.f64 %0, [%2];\n\tld.shared::cluster.b32 %1, [%2+8];" : "=d"(a), "=r"(z) : "r"(q) : "memory");
 	return red_acc(a, z);
 }

@@ -59,7 +59,7 @@ template <typename Op, typename M> __device__ __forceinline__ bool red_flag(M x,
 // most one element (Single true: the group's lanes, in any order, are the
 // count).
 template <typename Op, bool Single>
-__device__ __forceinline__ void red_flat_count(int* cnt, i64* slots, int* wide, i64 s, unsigned m, i64 q0) {
+__device__ __forceinline__ void red_flat_count(unsigned* cnt, i64* slots, unsigned* wide, i64 s, unsigned m, i64 q0) {
 	const unsigned full = 0xffffffffu;
 	if (__ballot_sync(full, m != 0) == 0) return;
 	const int lane = threadIdx.x & 31;
@@ -81,15 +81,15 @@ __device__ __forceinline__ void red_flat_count(int* cnt, i64* slots, int* wide, 
 		total = __shfl_sync(full, p, 31 - __clz(peers)) - first;
 		before = p - c - first;
 	}
-	int b = 0;
+	unsigned b = 0;
 	if (m != 0 && lane == lead) {
-		b = atomicAdd(cnt + s, total);
-		if (wide != nullptr && b + total > Op::flat_slots) *static_cast<volatile int*>(wide) = 1;
+		b = atomicAdd(cnt + s, (unsigned)total);
+		if (wide != nullptr && b + total > Op::flat_slots) *static_cast<volatile unsigned*>(wide) = 1;
 	}
 	b = __shfl_sync(full, b, lead);
-	if (Op::flat_slots == 0) return;
+	if (Op::flat_slots == 0 || b >= Op::flat_slots) return;
 	i64* slot = slots + s * Op::flat_slots;
-	for (int at = b + before; m != 0 && at < Op::flat_slots; m &= m - 1, ++at) slot[at] = q0 + __ffs(m) - 1;
+	for (unsigned at = b + before; m != 0 && at < Op::flat_slots; m &= m - 1, ++at) slot[at] = q0 + __ffs(m) - 1;
 }
 
 // red_flat_bits_store (all 32 lanes, converged) writes the mend bits mb of
@@ -155,7 +155,7 @@ __device__ __forceinline__ void red_flat_fix(const T* __restrict__ x, const T* _
 	constexpr int N = Pack<T>::N;
 	if (!Op::provisional) return;
 	const int lane = threadIdx.x & 31;
-	const int* cnt = static_cast<const int*>(ws);
+	const unsigned* cnt = static_cast<const unsigned*>(ws);
 	const i64 nth = grid_threads();
 	for (i64 s0 = global_tid() - lane; s0 < L.slices; s0 += nth) {  // s0: the warp's first slice (warp-uniform)
 		const i64 s = s0 + lane;
@@ -174,9 +174,9 @@ __device__ __forceinline__ void red_flat_fix(const T* __restrict__ x, const T* _
 			const i64* slot = red_flat_slots(ws, L.slices) + s * Op::flat_slots;
 			i64 at[Op::flat_slots > 0 ? Op::flat_slots : 1];
 #pragma unroll
-			for (int i = 0; i < Op::flat_slots; ++i) at[i] = i < acc.z ? slot[i] : 0;
+			for (unsigned i = 0; i < Op::flat_slots; ++i) at[i] = i < acc.z ? slot[i] : 0;
 #pragma unroll
-			for (int i = 0; i < Op::flat_slots; ++i) {
+			for (unsigned i = 0; i < Op::flat_slots; ++i) {
 				if (i < acc.z) dx[at[i]] = v;
 			}
 		}
@@ -248,13 +248,13 @@ __device__ __forceinline__ void red_flat_fix(const T* __restrict__ x, const T* _
 // in shared memory (local: few slices) or the workspace's. The flat
 // kernel calls it only where a lane of the warp flagged an element.
 template <typename T, typename Op>
-__device__ __forceinline__ void red_flat_count_pack(void* ws, int* bcnt, i64* bslot, bool local, const ReduceLayout& L,
+__device__ __forceinline__ void red_flat_count_pack(void* ws, unsigned* bcnt, i64* bslot, bool local, const ReduceLayout& L,
 		i64 q, unsigned m) {
 	constexpr int N = Pack<T>::N;
-	int* gcnt = static_cast<int*>(ws);
-	int* cnt = local ? bcnt : gcnt;
+	unsigned* gcnt = static_cast<unsigned*>(ws);
+	unsigned* cnt = local ? bcnt : gcnt;
 	i64* slots = local ? bslot : red_flat_slots(ws, L.slices);
-	int* wide = local ? nullptr : gcnt + L.slices;
+	unsigned* wide = local ? nullptr : gcnt + L.slices;
 	const i64 o = bc_div(q, L.fmagic[0], L.fshift[0]);
 	if (L.fip == 0) {
 		red_flat_count<Op, false>(cnt, slots, wide, o, m, q * N);
@@ -281,7 +281,7 @@ __device__ __forceinline__ void red_flat_provisional(const T* __restrict__ x, co
 	typedef typename OpMath<T>::type M;
 	constexpr int N = Pack<T>::N;
 	constexpr int SL = Op::flat_slots > 0 ? Op::flat_slots : 1;
-	__shared__ int bcnt[RED_FLAT_LOCAL];
+	__shared__ unsigned bcnt[RED_FLAT_LOCAL];
 	__shared__ i64 bslot[RED_FLAT_LOCAL * SL];
 	const RedAcc<M> assumed = Op::template assumed<M>();
 	const int lane = threadIdx.x & 31;
@@ -341,14 +341,14 @@ __device__ __forceinline__ void red_flat_provisional(const T* __restrict__ x, co
 		// The block's counts into the workspace, and its first indices
 		// into the slots from the place the global count gives them.
 		__syncthreads();
-		int* gcnt = static_cast<int*>(ws);
+		unsigned* gcnt = static_cast<unsigned*>(ws);
 		i64* gslot = red_flat_slots(ws, L.slices);
 		for (int t = threadIdx.x; t < L.slices; t += blockDim.x) {
-			const int c = bcnt[t];
+			const unsigned c = bcnt[t];
 			if (c == 0) continue;
-			const int b = atomicAdd(gcnt + t, c);
-			if (b + c > Op::flat_slots) *static_cast<volatile int*>(gcnt + L.slices) = 1;
-			for (int i = 0; i < c && b + i < Op::flat_slots; ++i) gslot[t * SL + b + i] = bslot[t * SL + i];
+			const unsigned b = atomicAdd(gcnt + t, c);
+			if (b + c > Op::flat_slots) *static_cast<volatile unsigned*>(gcnt + L.slices) = 1;
+			for (unsigned i = 0; i < c && b + i < Op::flat_slots; ++i) gslot[t * SL + b + i] = bslot[t * SL + i];
 		}
 	}
 }

@@ -28,11 +28,12 @@ enum { RED_PHASE_APPLY = 0, RED_PHASE_TOTAL = 1, RED_PHASE_FLAT = 2 };
 // ReduceLayout, the kernels' last parameter: from the spec (gen/spec_layouts.go).
 #include "zlayouts.cuh"
 
-// RedAcc is a slice's statistics: a = sum or product, z = a count. It is
+// RedAcc is a slice's statistics: a = sum or product, z = a count
+// (unsigned: a slice of up to 2^32 - 1 elements counts exactly). It is
 // also the workspace entry (8 bytes for float opmath, 16 for double).
 template <typename M> struct RedAcc {
 	M a;
-	int z;
+	unsigned z;
 };
 
 // RedCtx is what the elementwise step needs of a slice (per-op meaning).
@@ -41,7 +42,7 @@ template <typename M> struct RedCtx {
 	int mode;
 };
 
-template <typename M> __device__ __forceinline__ RedAcc<M> red_acc(M a, int z) {
+template <typename M> __device__ __forceinline__ RedAcc<M> red_acc(M a, unsigned z) {
 	RedAcc<M> r;
 	r.a = a;
 	r.z = z;
@@ -59,7 +60,7 @@ template <typename M> __device__ __forceinline__ RedCtx<M> red_ctx(M p, M q, int
 // RedNoStats is the base of the ops that need no per-slice statistics.
 struct RedNoStats {
 	static constexpr bool stats = false, provisional = false, batch = false, mend_mask = false;
-	static constexpr int flat_slots = 0;
+	static constexpr unsigned flat_slots = 0;
 	template <typename M> __device__ static RedAcc<M> init() { return red_acc(M(0), 0); }
 	template <typename M> __device__ static RedAcc<M> assumed() { return red_acc(M(0), 0); }
 	template <typename M> __device__ static void accum(RedAcc<M>&, M, M) {}
@@ -99,7 +100,7 @@ struct RedMaxMin {
 	// flat_slots: positions of elements equal to y the flat kernel records
 	// per slice (red_flat_count), so that a slice with that few ties is
 	// mended without reading x again.
-	static constexpr int flat_slots = 4;
+	static constexpr unsigned flat_slots = 4;
 	template <typename M> __device__ static RedAcc<M> init() { return red_acc(M(0), 0); }
 	template <typename M> __device__ static RedAcc<M> assumed() { return red_acc(M(0), 1); }
 	template <typename M> __device__ static void accum(RedAcc<M>& a, M x, M y) { a.z += (x == y) ? 1 : 0; }
@@ -136,7 +137,7 @@ struct RedProd {
 	// red_col_tile); for the other ops that form is slower.
 	static constexpr bool needs_x = true, needs_y = true, stats = true, provisional = true, batch = true;
 	static constexpr bool mend_mask = false;  // see wide
-	static constexpr int flat_slots = 0;
+	static constexpr unsigned flat_slots = 0;
 	template <typename M> __device__ static RedAcc<M> init() { return red_acc(M(1), 0); }
 	template <typename M> __device__ static RedAcc<M> assumed() { return red_acc(M(1), 0); }
 	template <typename M> __device__ static void accum(RedAcc<M>& a, M x, M) {
@@ -197,7 +198,7 @@ struct RedLogSumExp : RedNoStats {
 struct RedVar {
 	static constexpr bool needs_x = true, needs_y = false, stats = true, provisional = false, batch = false;
 	static constexpr bool mend_mask = false;
-	static constexpr int flat_slots = 0;
+	static constexpr unsigned flat_slots = 0;
 	template <typename M> __device__ static RedAcc<M> init() { return red_acc(M(0), 0); }
 	template <typename M> __device__ static RedAcc<M> assumed() { return red_acc(M(0), 0); }
 	template <typename M> __device__ static void accum(RedAcc<M>& a, M x, M) { a.a += x; }

@@ -100,3 +100,20 @@ func TestLoadKernelHoldsNoLockAcrossCompiles(t *testing.T) {
 		t.Errorf("compiles %v, want slow 1, fast 1, flaky 2", compiles)
 	}
 }
+
+// TestPreloadOfLoadedKernelsIsFree: with every ref resolved in the
+// context, preload starts nothing and allocates nothing (it runs in every
+// warm reduce Run).
+func TestPreloadOfLoadedKernelsIsFree(t *testing.T) {
+	refs := []*kernelRef{{name: "a"}, {name: "b"}, {name: "c"}}
+	for _, k := range refs {
+		k.last.Store(&loadedFunction{})
+	}
+	fakeCompiles(t, func(name string) (*driver.Function, error) {
+		t.Errorf("preload compiled %s, which is loaded", name)
+		return nil, errors.New("unexpected")
+	})
+	if n := testing.AllocsPerRun(100, func() { preload(nil, refs[0], nil, refs[1], refs[2]) }); n != 0 {
+		t.Errorf("preload of loaded kernels: %v allocations, want 0", n)
+	}
+}

@@ -239,6 +239,43 @@ func (k *kernelRef) resolve(ctx *driver.Context) (*loadedFunction, error) {
 	return lf, nil
 }
 
+// preload resolves in ctx, each on its own goroutine, those of refs that
+// are not resolved there yet, and returns when all are done: a Run whose
+// path may launch (or consider) several kernels then waits for the
+// longest compile rather than for their sum. It reports nothing: the
+// launcher resolves each kernel again where it takes it (a loaded one
+// costs nothing) and returns that error. With every ref resolved, as in
+// any warm Run, it only reads each ref's last function.
+func preload(ctx *driver.Context, refs ...*kernelRef) {
+	cold := 0
+	for _, k := range refs {
+		if k != nil && !k.resolvedIn(ctx) {
+			cold++
+		}
+	}
+	if cold < 2 {
+		return
+	}
+	var wg sync.WaitGroup
+	for _, k := range refs {
+		if k != nil && !k.resolvedIn(ctx) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, _ = k.resolve(ctx)
+			}()
+		}
+	}
+	wg.Wait()
+}
+
+// resolvedIn reports whether k's last resolve was in ctx (a function, or
+// errNoBuild).
+func (k *kernelRef) resolvedIn(ctx *driver.Context) bool {
+	lf := k.last.Load()
+	return lf != nil && lf.ctx == ctx
+}
+
 // pTXDirEnv names a directory whose <module>.ptx files (whole modules as
 // nvcc writes them, e.g. reduce_sm80.ptx) replace the embedded kernels of
 // those module builds. It is a kernel developer's knob (time a PTX variant

@@ -82,6 +82,10 @@ func (op ReduceOp) hasStats() bool {
 	return false
 }
 
+// redMaxCounted is the longest slice max, min and prod take: their
+// kernels count a slice's ties or zeros in unsigned 32 bits.
+const redMaxCounted = 1<<32 - 1
+
 // provisional reports whether the op's stats kernel writes dx for the
 // common case (one maximum; no zero), so that on split slices the apply
 // kernel's total launch finishes it and its dx launch is skipped
@@ -192,6 +196,12 @@ func NewReduceBackward(desc ReduceDesc) (*ReduceBackward, error) {
 	if k == 0 && (desc.Op == ReduceMax || desc.Op == ReduceMin) {
 		return nil, id.errorf(ErrShape, "the reduced axis %d of shape %v has length 0: %s of an empty slice is undefined (PyTorch errors in the forward)",
 			axis, desc.Shape, desc.Op)
+	}
+	if desc.Op.provisional() && k > redMaxCounted {
+		// The kernels count ties (max, min) and zeros (prod) per slice in
+		// 32 bits.
+		return nil, id.errorf(ErrShape, "the reduced axis %d of shape %v has length %d: %s counts over at most %d elements a slice",
+			axis, desc.Shape, k, desc.Op, int64(redMaxCounted))
 	}
 	if (desc.Op == ReduceVar || desc.Op == ReduceStd) && (math.IsNaN(desc.Correction) || math.IsInf(desc.Correction, 0)) {
 		return nil, id.errorf(ErrParam, "correction %v must be finite", desc.Correction)

@@ -282,6 +282,7 @@ func (p *ReduceBackward) Run(s *driver.Stream, a *ReduceArgs) error {
 		}
 	}
 	if p.dense(a) {
+		preload(ctx, p.flatK, pick(p.flatFx, p.apply))
 		lf, err := p.flatK.resolve(ctx)
 		if err != nil {
 			return err
@@ -307,8 +308,12 @@ func (p *ReduceBackward) Run(s *driver.Stream, a *ReduceArgs) error {
 	if p.stats != nil && L.nchunks > 1 {
 		// The cluster kernel needs a quarter of a block per SM and
 		// resident block (at least one), the one kernel an x larger
-		// than L2.
-		if p.clu.nchunks > 0 && L.mapping == redCol && (p.cluAny || 4*p.clusterTiles(&L) >= int64(deviceSMs(ctx))) {
+		// than L2. The kernels this path may take are loaded together
+		// (preload): a first Run compiles them at once.
+		tryClu := p.clu.nchunks > 0 && L.mapping == redCol && (p.cluAny || 4*p.clusterTiles(&L) >= int64(deviceSMs(ctx)))
+		tryOne := p.one && L.mapping == redCol && p.oneBig(ctx)
+		preload(ctx, pick(tryClu, p.cluK), pick(tryOne, p.oneK), p.stats, p.apply)
+		if tryClu {
 			lf, err := p.cluK.resolve(ctx)
 			if err != nil && !errors.Is(err, errNoBuild) {
 				return err
@@ -317,7 +322,7 @@ func (p *ReduceBackward) Run(s *driver.Stream, a *ReduceArgs) error {
 				return p.runCluster(s, lf, a, &L, tiles)
 			}
 		}
-		if p.one && L.mapping == redCol && p.oneBig(ctx) {
+		if tryOne {
 			lf, err := p.oneK.resolve(ctx)
 			if err != nil {
 				return err
@@ -348,6 +353,14 @@ func (p *ReduceBackward) Run(s *driver.Stream, a *ReduceArgs) error {
 		return err
 	}
 	return p.launch(s, lf, a, &L)
+}
+
+// pick is k where cond holds, else nil.
+func pick(cond bool, k *kernelRef) *kernelRef {
+	if cond {
+		return k
+	}
+	return nil
 }
 
 // launchThenApply launches first on L, then the apply kernel on L in

@@ -65,6 +65,7 @@ func TestNewReduceBackwardErrors(t *testing.T) {
 		{"axis too big", ReduceDesc{Op: ReduceSum, DType: dtype.F32, Shape: []int{4, 5}, Axis: 2}, ErrAxis, "axis 2 is out of range for rank 2, shape [4 5] (rank 2 takes -2..1)"},
 		{"axis too negative", ReduceDesc{Op: ReduceSum, DType: dtype.F32, Shape: []int{4, 5}, Axis: -3}, ErrAxis, "axis -3"},
 		{"overflow", ReduceDesc{Op: ReduceSum, DType: dtype.F32, Shape: []int{1 << 31, 1 << 31, 1 << 2}}, ErrShape, "more than 2^60"},
+		{"max-long-slice", ReduceDesc{Op: ReduceMax, DType: dtype.F32, Shape: []int{1 << 33}}, ErrShape, "counts over at most 4294967295"},
 		{"max empty axis", ReduceDesc{Op: ReduceMax, DType: dtype.F32, Shape: []int{3, 0}, Axis: 1}, ErrShape, "reduced axis 1 of shape [3 0] has length 0"},
 		{"min empty axis", ReduceDesc{Op: ReduceMin, DType: dtype.BF16, Shape: []int{0}, Axis: -1}, ErrShape, "has length 0"},
 		{"NaN correction", ReduceDesc{Op: ReduceVar, DType: dtype.F32, Shape: []int{4}, Correction: math.NaN()}, ErrParam, "correction NaN must be finite"},

@@ -204,3 +204,52 @@ func forget(ctx *driver.Context, p Plan) {
 		}
 	}
 }
+
+// TestPreloadCompilesTogether: preload starts the compiles of every
+// kernel not yet loaded at once (each compile here waits until all three
+// have started) and leaves each resolved in the context.
+func TestPreloadCompilesTogether(t *testing.T) {
+	ctx := deviceContext(t)
+	major, _, err := ctx.Device().ComputeCapability()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var refs []*kernelRef
+	for i := range kernelTable {
+		k := &kernelTable[i]
+		m := moduleFor(k, major, false)
+		loaded.Lock()
+		_, done := loaded.m[kernelKey{ctx, m, k.name}]
+		loaded.Unlock()
+		if k.family == "reduce" && m != "" && !done {
+			refs = append(refs, newKernelRef("reduce", k.name))
+		}
+		if len(refs) == 3 {
+			break
+		}
+	}
+	saved := compileKernel
+	t.Cleanup(func() { compileKernel = saved })
+	var arrived atomic.Int32
+	all := make(chan struct{})
+	compileKernel = func(c *driver.Context, module, name string) (*driver.Function, error) {
+		if arrived.Add(1) == int32(len(refs)) {
+			close(all)
+		}
+		select {
+		case <-all:
+		case <-time.After(10 * time.Second):
+			return nil, fmt.Errorf("%s: the other compiles did not start alongside it", name)
+		}
+		return saved(c, module, name)
+	}
+	preload(ctx, refs...)
+	for _, k := range refs {
+		if !k.resolvedIn(ctx) {
+			t.Errorf("%s is not resolved after preload", k.name)
+		}
+		if _, err := k.resolve(ctx); err != nil {
+			t.Errorf("%s: %v", k.name, err)
+		}
+	}
+}

@@ -213,6 +213,13 @@ func runColdstartChild(w io.Writer, args []string) error {
 		return fmt.Errorf("%s: driver init: %w", coldChildCommand, err)
 	}
 	defer stream.Destroy()
+	if *all {
+		// Every kernel first, compiled in parallel (the warm pass's cache
+		// fills in seconds rather than one case's compile after another).
+		if err := ops.WarmAll(ctx, ops.WarmOptions{}); err != nil {
+			return fmt.Errorf("%s: loading every kernel: %w", coldChildCommand, err)
+		}
+	}
 	failed := 0
 	for i, c := range cases {
 		r := runColdCase(ctx, stream, c)
@@ -444,8 +451,9 @@ type populateResult struct {
 	err error
 }
 
-// populate fills the warm cache with one child that runs every case: it
-// loads, and so compiles and caches, every kernel the cases launch.
+// populate fills the warm cache with one child that loads every kernel
+// (ops.WarmAll, in parallel), so compiling and caching them, then runs
+// every case.
 func (r *coldRunner) populate(env []string, cases []coldCase, filter string) populateResult {
 	if r.progress {
 		fmt.Fprintf(os.Stderr, "\r\033[K[warm] filling the JIT cache: %d cases in one process", len(cases))
