@@ -81,7 +81,7 @@ func TestSearchPaths(t *testing.T) {
 	env := map[string]string{"VIRTUAL_ENV": "/venv", "HOME": "/home/u", "CONDA_PREFIX": "/conda"}
 	var patterns []string
 	existing := map[string][]string{
-		"/usr/local/cuda-*/lib64/libnccl.so.2": {"/usr/local/cuda-12.4/lib64/libnccl.so.2", "/usr/local/cuda-12.9/lib64/libnccl.so.2"},
+		"/usr/local/cuda-*/lib64/libnccl.so.2":                               {"/usr/local/cuda-12.4/lib64/libnccl.so.2", "/usr/local/cuda-12.9/lib64/libnccl.so.2"},
 		"/usr/local/lib/python3*/dist-packages/nvidia/nccl/lib/libnccl.so.2": {"/usr/local/lib/python3.12/dist-packages/nvidia/nccl/lib/libnccl.so.2"},
 		"/venv/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2":      {"/venv/lib/python3.11/site-packages/nvidia/nccl/lib/libnccl.so.2"},
 	}

@@ -14,7 +14,9 @@ import (
 // check, which needs a real context and so refuses every stream here.
 func fakeComm() *Comm { return &Comm{handle: 1, rank: 1, count: 4} }
 
-func buf(addr, size int64) driver.Buffer { return driver.Buffer{Addr: driver.DevicePtr(addr), Size: size} }
+func buf(addr, size int64) driver.Buffer {
+	return driver.Buffer{Addr: driver.DevicePtr(addr), Size: size}
+}
 
 func TestCollectiveValidation(t *testing.T) {
 	c := fakeComm()
