@@ -18,6 +18,15 @@ prefix=${mode:+${mode#--}-}
 filter=${1:-}
 if [ "$mode" = --nccl ]; then
   export NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-0}
+  # Ours loads the very libnccl.so.2 of PyTorch's wheel, where there is one.
+  if [ -z "${BARACUDA_NCCL_LIBRARY:-}" ]; then
+    lib=$(python3 -c 'import glob, site
+dirs = site.getsitepackages() + [site.getusersitepackages()]
+print("\n".join(p for d in dirs for p in glob.glob(d + "/nvidia/nccl/lib/libnccl.so.2")))' 2>/dev/null | head -n 1 || true)
+    if [ -n "$lib" ]; then
+      export BARACUDA_NCCL_LIBRARY=$lib
+    fi
+  fi
   gpus=$("$here/baracuda" info 2>/dev/null | grep -c '^GPU ' || true)
   "$here/baracuda" bench -nccl -json -filter "$filter" > "$out/nccl-ours.jsonl"
   python3 "$here/torch_nccl.py" "$filter" > "$out/nccl-torch.jsonl"
