@@ -64,7 +64,8 @@ func Load() error {
 // failures.
 func loadFrom(paths []string) error {
 	if !platformSupported {
-		return fmt.Errorf("%w: NCCL exists for Linux only", ErrNoNCCL)
+		return fmt.Errorf("%w: NCCL exists for Linux only (not loading %s; %s names another file)",
+			ErrNoNCCL, strings.Join(paths, ", "), EnvLibrary)
 	}
 	var tried []string
 	for _, p := range paths {
