@@ -41,7 +41,8 @@
 //
 // AllReduce (Sum, Prod, Max, Min, Avg), Broadcast, Reduce, AllGather and
 // ReduceScatter take driver.Buffers and a *driver.Stream of the Comm's
-// context, for f32, f16, bf16 and f64 elements; counts are in elements.
+// context, for f32, f16, bf16 and f64 elements; counts are in elements,
+// and a count of 0 queues nothing (every rank passes the same count).
 // They only queue work on the stream, like a plan's Run, and a warm call
 // makes no Go heap allocations. The in-place forms NCCL defines are
 // accepted (the same buffer for send and receive; for AllGather and
