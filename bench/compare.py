@@ -2,6 +2,9 @@
 """Joins `baracuda bench --json` and torch_ref.py output into one table.
 
 usage: python3 bench/compare.py ours.jsonl torch.jsonl [markdown]
+With the output of `baracuda bench -nccl -json` and torch_nccl.py it prints the
+NCCL all-reduce table instead: per size, our time and bus bandwidth, PyTorch's,
+and ours as a share of PyTorch's (target: at least 95% at every size).
 With the output of `baracuda bench -sweep -json` and `torch_ref.py --sweep` it
 prints the sweep table instead: per case and size, our eager Run, our Run
 replayed from a CUDA graph and PyTorch's backward, in microseconds per call.
@@ -37,8 +40,11 @@ def load(path):
 
 def main():
     ours, meta = load(sys.argv[1])
-    torch_rows, _ = load(sys.argv[2])
+    torch_rows, torch_meta = load(sys.argv[2])
     md = len(sys.argv) > 3 and sys.argv[3] == "markdown"
+    if any("busbw_gbps" in r for r in ours.values()):
+        nccl_table(ours, meta, torch_rows, torch_meta, md)
+        return
     if any("eager_us" in r for r in ours.values()):
         sweep_table(ours, torch_rows, md)
         return
@@ -162,6 +168,52 @@ def shapes_summary(ours, torch_rows):
     for name in ours:
         if name in reasons:
             print(f"  {name}: " + "; ".join(reasons[name]))
+
+
+# Target of the NCCL all-reduce (bench/README.md, "NCCL all-reduce"): our bus
+# bandwidth at least this share of PyTorch's at every size.
+NCCL_MIN_RATIO = 0.95
+
+
+def nccl_table(ours, meta, torch_rows, torch_meta, md):
+    head = ["bytes", "ours us", "ours busBW GB/s", "torch us", "torch busBW GB/s", "ours/torch"]
+    lines, ratios, misses = [], [], []
+    for name, r in ours.items():
+        t = torch_rows.get(name, {})
+        if "error" in r:
+            lines.append([str(r.get("bytes", name)), "error: " + r["error"][:60], "", "", "", ""])
+            misses.append(f"{name}: error")
+            continue
+        ratio = ""
+        if t.get("busbw_gbps"):
+            x = r["busbw_gbps"] / t["busbw_gbps"]
+            ratios.append((r["bytes"], x))
+            ratio = f"{100 * x:.1f}%"
+            if x < NCCL_MIN_RATIO:
+                misses.append(f"{name}: {100 * x:.1f}% of PyTorch's bus bandwidth")
+        lines.append([str(r["bytes"]), f"{r['us']:.1f}", f"{r['busbw_gbps']:.1f}",
+                      f"{t['us']:.1f}" if t.get("us") else t.get("error", "-")[:30],
+                      f"{t['busbw_gbps']:.1f}" if t.get("busbw_gbps") else "-", ratio])
+    if md:
+        print("| " + " | ".join(head) + " |")
+        print("|" + "---|" * len(head))
+        for l in lines:
+            print("| " + " | ".join(l) + " |")
+    else:
+        widths = [max(len(str(x[i])) for x in lines + [head]) for i in range(len(head))]
+        for l in [head] + lines:
+            print("  ".join(str(x).rjust(w) for x, w in zip(l, widths)))
+    print()
+    for who, m in (("ours", meta), ("torch", torch_meta)):
+        if m:
+            print(f"{who}: " + ", ".join(f"{k} {v}" for k, v in m.items()))
+    if ratios:
+        lo = min(ratios, key=lambda br: br[1])
+        print(f"ours/torch bus bandwidth: lowest {100 * lo[1]:.1f}% (at {lo[0]} bytes), "
+              f"at {ratios[-1][0]} bytes {100 * ratios[-1][1]:.1f}%")
+    print(f"sizes missing the target (>= {100 * NCCL_MIN_RATIO:.0f}% of PyTorch): {len(misses)}")
+    for m in misses:
+        print("  " + m)
 
 
 def sweep_table(ours, torch_rows, md):

@@ -4,15 +4,42 @@
 #   ./run.sh [filter]           the bench cases (results also land in ours.jsonl and torch.jsonl)
 #   ./run.sh --sweep [filter]   the size sweep (sweep-ours.jsonl and sweep-torch.jsonl)
 #   ./run.sh --shapes [filter]  the shape-and-data set (shapes-ours.jsonl and shapes-torch.jsonl)
+#   ./run.sh --nccl [filter]    NCCL all-reduce bus bandwidth on every visible GPU: ours in one
+#                               process (nccl-ours.jsonl) and one process per GPU
+#                               (nccl-ours-procs.jsonl), torch.distributed's (nccl-torch.jsonl)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${OUT_DIR:-$here}
 mode=""
 case "${1:-}" in
---sweep | --shapes) mode=$1; shift ;;
+--sweep | --shapes | --nccl) mode=$1; shift ;;
 esac
 prefix=${mode:+${mode#--}-}
 filter=${1:-}
+if [ "$mode" = --nccl ]; then
+  export NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-0}
+  # Ours loads the very libnccl.so.2 of PyTorch's wheel, where there is one.
+  if [ -z "${BARACUDA_NCCL_LIBRARY:-}" ]; then
+    lib=$(python3 -c 'import glob, site
+dirs = site.getsitepackages() + [site.getusersitepackages()]
+print("\n".join(p for d in dirs for p in glob.glob(d + "/nvidia/nccl/lib/libnccl.so.2")))' 2>/dev/null | head -n 1 || true)
+    if [ -n "$lib" ]; then
+      export BARACUDA_NCCL_LIBRARY=$lib
+    fi
+  fi
+  gpus=$("$here/baracuda" info 2>/dev/null | grep -c '^GPU ' || true)
+  "$here/baracuda" bench -nccl -json -filter "$filter" > "$out/nccl-ours.jsonl"
+  python3 "$here/torch_nccl.py" "$filter" > "$out/nccl-torch.jsonl"
+  echo "== ours, one process driving every GPU"
+  python3 "$here/compare.py" "$out/nccl-ours.jsonl" "$out/nccl-torch.jsonl"
+  if [ "${gpus:-0}" -ge 2 ]; then
+    "$here/baracuda" bench -nccl -nccl-procs "$gpus" -json -filter "$filter" > "$out/nccl-ours-procs.jsonl"
+    echo
+    echo "== ours, one process per GPU"
+    python3 "$here/compare.py" "$out/nccl-ours-procs.jsonl" "$out/nccl-torch.jsonl"
+  fi
+  exit 0
+fi
 "$here/baracuda" bench $mode -json -filter "$filter" > "$out/${prefix}ours.jsonl"
 python3 "$here/torch_ref.py" $mode "$filter" > "$out/${prefix}torch.jsonl"
 python3 "$here/compare.py" "$out/${prefix}ours.jsonl" "$out/${prefix}torch.jsonl"

@@ -21,6 +21,8 @@ if [ "$arch" = "$(go env GOHOSTARCH)" ] && command -v gcc >/dev/null 2>&1; then
 fi
 go build -ldflags="-s -w" -o "$out/baracuda" ./cmd/baracuda
 echo "built $out/baracuda"
+go build -ldflags="-s -w" -o "$out/allreduce" ./examples/allreduce
+echo "built $out/allreduce"
 cp scripts/cuda-runner.sh "$out/run.sh"
 chmod +x "$out/run.sh"
 echo "copy $out to a GPU host and run: $out/run.sh"

@@ -8,10 +8,26 @@
 #   run.sh huge            the tests of tensors of more than 2^31 elements (about 22 GB
 #                          of GPU memory), each in a process of its own
 #   run.sh bench [flags]   `baracuda bench` with the given flags
+#   run.sh nccl [huge]     the NCCL tests (two GPUs: one process with both, and two
+#                          processes), then examples/allreduce in f32 and bf16; with
+#                          "huge", also the all-reduce of more than 2^31 bytes (2 GiB per GPU)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 mode=${1:-test}
 status=0
+# NVLink multicast can take a shared host's GPUs out of service when a
+# program using it dies: keep it off unless told otherwise.
+export NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-0}
+# NCCL from PyTorch's wheel (nvidia/nccl/lib) where the loader's own search
+# does not reach it: ask the host's python for its site-packages.
+if [ -z "${BARACUDA_NCCL_LIBRARY:-}" ] && command -v python3 >/dev/null 2>&1; then
+  lib=$(python3 -c 'import glob, site
+dirs = site.getsitepackages() + [site.getusersitepackages()]
+print("\n".join(p for d in dirs for p in glob.glob(d + "/nvidia/nccl/lib/libnccl.so.2")))' 2>/dev/null | head -n 1)
+  if [ -n "$lib" ]; then
+    export BARACUDA_NCCL_LIBRARY=$lib
+  fi
+fi
 case "$mode" in
 test)
   for t in "$here"/*.test; do
@@ -43,12 +59,23 @@ huge)
     BARACUDA_HUGE=1 "$here/internal_conform.test" -test.v -test.count=1 -test.timeout=30m -test.run "^$t\$" || status=1
   done
   ;;
+nccl)
+  if [ "${2:-}" = huge ]; then
+    export BARACUDA_HUGE=1
+  fi
+  echo "=== nccl.test (NCCL library: ${BARACUDA_NCCL_LIBRARY:-the search of nccl.SearchPaths})"
+  "$here/nccl.test" -test.v -test.count=1 -test.timeout=30m || status=1
+  for dt in f32 bf16; do
+    echo "=== allreduce example ($dt)"
+    "$here/allreduce" -dtype "$dt" || status=1
+  done
+  ;;
 bench)
   shift
   "$here/baracuda" bench "$@" || status=1
   ;;
 *)
-  echo "usage: run.sh [test|sanitize [tool]|race|huge|bench [flags]]" >&2
+  echo "usage: run.sh [test|sanitize [tool]|race|huge|nccl [huge]|bench [flags]]" >&2
   exit 2
   ;;
 esac

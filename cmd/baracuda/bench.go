@@ -126,6 +126,11 @@ func runBench(w io.Writer, args []string) error {
 		"(shape, axis) layouts of 2^24 elements, each with normal, grid (repeated values) and\n"+
 		"clamp (saturated) data (bench/README.md, \"Shapes and data\"); -filter, -device, -iters,\n"+
 		"-json and -list apply")
+	ncclRun := fs.Bool("nccl", false, "instead: NCCL all-reduce (sum, f32, in place) bus bandwidth over 1 MiB to 1 GiB on\n"+
+		"every visible GPU, one process driving them all (bench/README.md, \"NCCL all-reduce\");\n"+
+		"-filter, -iters, -json and -list apply")
+	ncclProcs := fs.Int("nccl-procs", 0, "with -nccl: run N processes of one GPU each, joined by nccl.InitRank\n"+
+		"(torch.distributed's layout), instead of one process")
 	if err := parseFlags(w, fs, args); err != nil {
 		return err
 	}
@@ -133,7 +138,7 @@ func runBench(w io.Writer, args []string) error {
 	for _, r := range []struct {
 		flag string
 		on   bool
-	}{{"-sweep", *sweep}, {"-coldstart", *coldstart}, {"-shapes", *shapes}} {
+	}{{"-sweep", *sweep}, {"-coldstart", *coldstart}, {"-shapes", *shapes}, {"-nccl", *ncclRun}} {
 		if r.on {
 			runs = append(runs, r.flag)
 		}
@@ -146,6 +151,12 @@ func runBench(w io.Writer, args []string) error {
 	}
 	if *iters < 1 {
 		return usageError{fmt.Errorf("-iters %d: at least one timed run is needed", *iters)}
+	}
+	if *ncclProcs != 0 && (!*ncclRun || *ncclProcs < 2) {
+		return usageError{fmt.Errorf("-nccl-procs %d: give -nccl and at least 2 processes", *ncclProcs)}
+	}
+	if *ncclRun {
+		return runNCCLBench(w, *filter, *iters, *asJSON, *list, *ncclProcs)
 	}
 	if *coldstart {
 		return runColdstart(w, *filter, *device, *asJSON, *list)

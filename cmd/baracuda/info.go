@@ -7,6 +7,7 @@ import (
 
 	"github.com/baracuda-go/baracuda/driver"
 	"github.com/baracuda-go/baracuda/kernels/ptx"
+	"github.com/baracuda-go/baracuda/nccl"
 	"github.com/baracuda-go/baracuda/ops"
 )
 
@@ -29,6 +30,13 @@ func runInfo(w io.Writer, args []string) error {
 		if err := printDevices(w); err != nil {
 			return err
 		}
+	}
+	// NCCL is optional: only the multi-GPU collectives (package nccl) need it.
+	if v, err := nccl.Version(); err != nil {
+		fmt.Fprintf(w, "nccl: not available: %v\n", err)
+	} else {
+		path, _ := nccl.LibraryPath()
+		fmt.Fprintf(w, "nccl: %s from %s\n", nccl.FormatVersion(v), path)
 	}
 	fmt.Fprintln(w, "\nembedded PTX (one module per kernel, JIT-compiled on first use):")
 	for _, mod := range ptx.Modules() {

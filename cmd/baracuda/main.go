@@ -6,7 +6,8 @@
 //	baracuda warm       fill the driver's JIT cache with every kernel, in parallel worker processes
 //	baracuda bench      benchmark cases of bench/README.md against the copy bandwidth
 //	                    (-coldstart: the first Run of each plan in a fresh process, JIT included;
-//	                    -shapes: every reduce and scan op over seven layouts and three kinds of data)
+//	                    -shapes: every reduce and scan op over seven layouts and three kinds of data;
+//	                    -nccl: NCCL all-reduce bus bandwidth over every visible GPU)
 package main
 
 import (
@@ -42,6 +43,8 @@ var commands = map[string]func(io.Writer, []string) error{
 	// process of warm and selftest.
 	coldChildCommand: runColdstartChild,
 	"jit-worker":     runJITWorker,
+	// Not for users: one process of bench -nccl -nccl-procs.
+	ncclBenchRankCommand: runNCCLBenchRank,
 }
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
