@@ -84,12 +84,12 @@ __device__ __forceinline__ void red_flat_count(unsigned* cnt, i64* slots, unsign
 	unsigned b = 0;
 	if (m != 0 && lane == lead) {
 		b = atomicAdd(cnt + s, (unsigned)total);
-		if (wide != nullptr && b + total > Op::flat_slots) *static_cast<volatile unsigned*>(wide) = 1;
+		if (wide != nullptr && b + total > (unsigned)Op::flat_slots) *static_cast<volatile unsigned*>(wide) = 1;
 	}
 	b = __shfl_sync(full, b, lead);
-	if (Op::flat_slots == 0 || b >= Op::flat_slots) return;
+	if (Op::flat_slots == 0 || b >= (unsigned)Op::flat_slots) return;
 	i64* slot = slots + s * Op::flat_slots;
-	for (unsigned at = b + before; m != 0 && at < Op::flat_slots; m &= m - 1, ++at) slot[at] = q0 + __ffs(m) - 1;
+	for (int at = (int)b + before; m != 0 && at < Op::flat_slots; m &= m - 1, ++at) slot[at] = q0 + __ffs(m) - 1;
 }
 
 // red_flat_bits_store (all 32 lanes, converged) writes the mend bits mb of
@@ -131,7 +131,7 @@ __device__ __noinline__ void red_flat_redo(const T* __restrict__ x, T* __restric
 	red_fix_rows<T, Op>(x + xo, dx + dof, Op::template slice<M>(g, yv, acc, scale, k), k, xs, ds);
 }
 
-// red_flat_fix (the apply kernel's RED_PHASE_FLAT, after the flat kernel)
+// red_flat_fix (the fix kernel, after the flat kernel)
 // first walks the slices, a thread per slice (one coalesced load of a
 // warp's 32 counts). Where Op::fix says the provisional dx is wrong:
 //   - a slice whose flagged elements were all recorded (max/min with
@@ -165,7 +165,7 @@ __device__ __forceinline__ void red_flat_fix(const T* __restrict__ x, const T* _
 			acc.z = cnt[s];
 			need = Op::fix(acc) && !Op::wide(acc);
 		}
-		const bool slots = need && Op::flat_slots > 0 && acc.z > 0 && acc.z <= Op::flat_slots;
+		const bool slots = need && Op::flat_slots > 0 && acc.z > 0 && acc.z <= (unsigned)Op::flat_slots;
 		if (slots) {
 			const RedOff o = red_offsets(s, L);
 			const M yv = to_op(y[o.y]);
@@ -174,10 +174,10 @@ __device__ __forceinline__ void red_flat_fix(const T* __restrict__ x, const T* _
 			const i64* slot = red_flat_slots(ws, L.slices) + s * Op::flat_slots;
 			i64 at[Op::flat_slots > 0 ? Op::flat_slots : 1];
 #pragma unroll
-			for (unsigned i = 0; i < Op::flat_slots; ++i) at[i] = i < acc.z ? slot[i] : 0;
+			for (int i = 0; i < Op::flat_slots; ++i) at[i] = (unsigned)i < acc.z ? slot[i] : 0;
 #pragma unroll
-			for (unsigned i = 0; i < Op::flat_slots; ++i) {
-				if (i < acc.z) dx[at[i]] = v;
+			for (int i = 0; i < Op::flat_slots; ++i) {
+				if ((unsigned)i < acc.z) dx[at[i]] = v;
 			}
 		}
 		for (unsigned m = __ballot_sync(0xffffffffu, need && !slots); m != 0; m &= m - 1) {
@@ -239,8 +239,7 @@ __device__ __forceinline__ void red_flat_fix(const T* __restrict__ x, const T* _
 // (their common case: one element equal to y; no zero), counts per slice
 // the elements that may make it wrong (red_flat_count: for max/min an
 // element equal to y, for prod a zero) and, for max/min, writes them as
-// the mend mask; the apply
-// kernel's RED_PHASE_FLAT launch then mends the slices where it is wrong
+// the mend mask; the fix kernel then mends the slices where it is wrong
 // (red_flat_fix). Every dx is the same bits whatever the order of the
 // atomics. It is empty for var and std, which need the mean first.
 // red_flat_count_pack (all 32 lanes, converged) counts the flagged
@@ -271,8 +270,7 @@ __device__ __forceinline__ void red_flat_count_pack(void* ws, unsigned* bcnt, i6
 // (their common case: one element equal to y; no zero), counts per slice
 // the elements that may make it wrong (red_flat_count: for max/min an
 // element equal to y, for prod a zero) and, for max/min, writes them as
-// the mend mask; the apply
-// kernel's RED_PHASE_FLAT launch then mends the slices where it is wrong
+// the mend mask; the fix kernel then mends the slices where it is wrong
 // (red_flat_fix). Every dx is the same bits whatever the order of the
 // atomics. It is empty for var and std, which need the mean first.
 template <typename T, typename Op>
@@ -347,8 +345,9 @@ __device__ __forceinline__ void red_flat_provisional(const T* __restrict__ x, co
 			const unsigned c = bcnt[t];
 			if (c == 0) continue;
 			const unsigned b = atomicAdd(gcnt + t, c);
-			if (b + c > Op::flat_slots) *static_cast<volatile unsigned*>(gcnt + L.slices) = 1;
-			for (unsigned i = 0; i < c && b + i < Op::flat_slots; ++i) gslot[t * SL + b + i] = bslot[t * SL + i];
+			if (b + c > (unsigned)Op::flat_slots) *static_cast<volatile unsigned*>(gcnt + L.slices) = 1;
+			const int room = Op::flat_slots - (int)min(b, (unsigned)Op::flat_slots);  // slots left from b
+			for (int i = 0; i < room && (unsigned)i < c; ++i) gslot[t * SL + b + i] = bslot[t * SL + i];
 		}
 	}
 }

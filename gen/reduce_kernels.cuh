@@ -11,8 +11,9 @@
 //   reduce_stats: first pass of split slices (ops with statistics), either
 //                 mapping: partial statistics to ws, provisional dx;
 //   reduce_apply: launched twice after reduce_stats: red_total (the
-//                 slices' totals), then dx; or once after reduce_flat
-//                 (red_flat_fix);
+//                 slices' totals), then dx;
+//   reduce_fix:   launched once after reduce_flat for max, min and prod:
+//                 mends its provisional dx (red_flat_fix);
 //   reduce_one:   var/std's split col slices in one launch (for an x
 //                 larger than L2, the launcher's choice): each tile keeps
 //                 its x in shared memory until its slice block's totals
@@ -241,16 +242,18 @@ __device__ __forceinline__ void reduce_cluster(const T* __restrict__ x, const T*
 }
 
 template <typename T, typename Op>
+__device__ __forceinline__ void reduce_fix(const T* __restrict__ x, const T* __restrict__ y,
+		const T* __restrict__ dy, T* __restrict__ dx, void* __restrict__ ws, const ReduceLayout& L) {
+	red_flat_fix<T, Op>(x, y, dy, dx, ws, L);
+}
+
+template <typename T, typename Op>
 __device__ __forceinline__ void reduce_apply(const T* __restrict__ x, const T* __restrict__ y,
 		const T* __restrict__ dy, T* __restrict__ dx, void* __restrict__ ws, const ReduceLayout& L) {
 	typedef typename OpMath<T>::type M;
 	if (!Op::stats) return;
 	if (L.phase == RED_PHASE_TOTAL) {
 		red_total<T, Op>(x, y, dy, dx, static_cast<RedAcc<M>*>(ws), L);
-		return;
-	}
-	if (L.phase == RED_PHASE_FLAT) {
-		red_flat_fix<T, Op>(x, y, dy, dx, ws, L);
 		return;
 	}
 	__shared__ RedAcc<M> sm[RED_BLOCK * RedColVec<T, Op>::n];

@@ -60,7 +60,7 @@ template <typename M> __device__ __forceinline__ RedCtx<M> red_ctx(M p, M q, int
 // RedNoStats is the base of the ops that need no per-slice statistics.
 struct RedNoStats {
 	static constexpr bool stats = false, provisional = false, batch = false, mend_mask = false;
-	static constexpr unsigned flat_slots = 0;
+	static constexpr int flat_slots = 0;
 	template <typename M> __device__ static RedAcc<M> init() { return red_acc(M(0), 0); }
 	template <typename M> __device__ static RedAcc<M> assumed() { return red_acc(M(0), 0); }
 	template <typename M> __device__ static void accum(RedAcc<M>&, M, M) {}
@@ -100,7 +100,7 @@ struct RedMaxMin {
 	// flat_slots: positions of elements equal to y the flat kernel records
 	// per slice (red_flat_count), so that a slice with that few ties is
 	// mended without reading x again.
-	static constexpr unsigned flat_slots = 4;
+	static constexpr int flat_slots = 4;
 	template <typename M> __device__ static RedAcc<M> init() { return red_acc(M(0), 0); }
 	template <typename M> __device__ static RedAcc<M> assumed() { return red_acc(M(0), 1); }
 	template <typename M> __device__ static void accum(RedAcc<M>& a, M x, M y) { a.z += (x == y) ? 1 : 0; }
@@ -110,7 +110,7 @@ struct RedMaxMin {
 	// slots across the whole grid, from the mask of the elements equal to
 	// y (mend_mask): each of them gets elem(slice, y), every other element
 	// keeps its g*0.
-	template <typename M> __device__ static bool wide(const RedAcc<M>& a) { return a.z > flat_slots; }
+	template <typename M> __device__ static bool wide(const RedAcc<M>& a) { return a.z > (unsigned)flat_slots; }
 	// With count >= 2, a chunk holding no element equal to y keeps its
 	// provisional g*0, the same bits as (g/count)*0; count 0 (y NaN, or
 	// equal to no element) rewrites every chunk.
@@ -137,7 +137,7 @@ struct RedProd {
 	// red_col_tile); for the other ops that form is slower.
 	static constexpr bool needs_x = true, needs_y = true, stats = true, provisional = true, batch = true;
 	static constexpr bool mend_mask = false;  // see wide
-	static constexpr unsigned flat_slots = 0;
+	static constexpr int flat_slots = 0;
 	template <typename M> __device__ static RedAcc<M> init() { return red_acc(M(1), 0); }
 	template <typename M> __device__ static RedAcc<M> assumed() { return red_acc(M(1), 0); }
 	template <typename M> __device__ static void accum(RedAcc<M>& a, M x, M) {
@@ -198,7 +198,7 @@ struct RedLogSumExp : RedNoStats {
 struct RedVar {
 	static constexpr bool needs_x = true, needs_y = false, stats = true, provisional = false, batch = false;
 	static constexpr bool mend_mask = false;
-	static constexpr unsigned flat_slots = 0;
+	static constexpr int flat_slots = 0;
 	template <typename M> __device__ static RedAcc<M> init() { return red_acc(M(0), 0); }
 	template <typename M> __device__ static RedAcc<M> assumed() { return red_acc(M(0), 0); }
 	template <typename M> __device__ static void accum(RedAcc<M>& a, M x, M) { a.a += x; }

@@ -38,11 +38,13 @@ const redStripCluster = 2
 // statistics need x read twice (var and std: the "one" kernel keeps x in
 // shared memory between the passes), redFlatOps those that "flat" serves
 // (every op whose dx is a map of x with dy and y broadcast, and the
-// provisional ones: max, min and prod).
+// provisional ones: max, min and prod), redFixOps those whose flat dx
+// is provisional ("fix" mends it).
 var (
 	redStatsOps  = []string{"max", "min", "prod", "var", "std"}
 	redMomentOps = []string{"var", "std"}
 	redFlatOps   = []string{"sum", "mean", "max", "min", "prod", "norm2", "logsumexp"}
+	redFixOps    = []string{"max", "min", "prod"}
 )
 
 var reduceFamily = Family{
@@ -83,6 +85,10 @@ var reduceFamily = Family{
 		{Name: "col", Template: "reduce_col"},
 		{Name: "stats", Template: "reduce_stats", Ops: redStatsOps},
 		{Name: "apply", Template: "reduce_apply", Ops: redStatsOps},
+		// fix: mends the flat kernel's provisional dx. It is apart from
+		// apply so that a first Run along an outer axis compiles two small
+		// kernels at once rather than the whole of apply.
+		{Name: "fix", Template: "reduce_fix", Ops: redFixOps},
 		{Name: "one", Template: "reduce_one", Ops: redMomentOps},
 		{Name: "strip", Template: "reduce_strip", Ops: redStatsOps},
 		{Name: "cluster", Template: "reduce_cluster", MinMajor: 9, Cluster: redCluster, Ops: redStatsOps},

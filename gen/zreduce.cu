@@ -89,6 +89,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_f32_stats(con
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_f32_apply(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_apply<float, RedMaxMin>(x, y, dy, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_f32_fix(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_fix<float, RedMaxMin>(x, y, dy, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_f32_strip(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_strip<float, RedMaxMin>(x, y, dy, dx, ws, L);
 }
@@ -106,6 +109,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_f16_stats(con
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_f16_apply(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_apply<__half, RedMaxMin>(x, y, dy, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_f16_fix(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_fix<__half, RedMaxMin>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_f16_strip(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_strip<__half, RedMaxMin>(x, y, dy, dx, ws, L);
@@ -125,6 +131,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_bf16_stats(co
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_bf16_apply(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_apply<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_bf16_fix(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_fix<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_bf16_strip(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_strip<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
 }
@@ -142,6 +151,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_f64_stats(con
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_f64_apply(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_apply<double, RedMaxMin>(x, y, dy, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_f64_fix(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_fix<double, RedMaxMin>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_f64_strip(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_strip<double, RedMaxMin>(x, y, dy, dx, ws, L);
@@ -161,6 +173,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_f32_stats(con
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_f32_apply(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_apply<float, RedMaxMin>(x, y, dy, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_f32_fix(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_fix<float, RedMaxMin>(x, y, dy, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_f32_strip(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_strip<float, RedMaxMin>(x, y, dy, dx, ws, L);
 }
@@ -178,6 +193,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_f16_stats(con
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_f16_apply(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_apply<__half, RedMaxMin>(x, y, dy, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_f16_fix(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_fix<__half, RedMaxMin>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_f16_strip(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_strip<__half, RedMaxMin>(x, y, dy, dx, ws, L);
@@ -197,6 +215,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_bf16_stats(co
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_bf16_apply(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_apply<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_bf16_fix(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_fix<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_bf16_strip(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_strip<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
 }
@@ -214,6 +235,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_f64_stats(con
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_f64_apply(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_apply<double, RedMaxMin>(x, y, dy, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_f64_fix(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_fix<double, RedMaxMin>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_f64_strip(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_strip<double, RedMaxMin>(x, y, dy, dx, ws, L);
@@ -233,6 +257,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_prod_f32_stats(co
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_prod_f32_apply(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_apply<float, RedProd>(x, y, dy, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_prod_f32_fix(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_fix<float, RedProd>(x, y, dy, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_prod_f32_strip(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_strip<float, RedProd>(x, y, dy, dx, ws, L);
 }
@@ -250,6 +277,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_prod_f16_stats(co
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_prod_f16_apply(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_apply<__half, RedProd>(x, y, dy, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_prod_f16_fix(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_fix<__half, RedProd>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_prod_f16_strip(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_strip<__half, RedProd>(x, y, dy, dx, ws, L);
@@ -269,6 +299,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_prod_bf16_stats(c
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_prod_bf16_apply(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_apply<__nv_bfloat16, RedProd>(x, y, dy, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_prod_bf16_fix(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_fix<__nv_bfloat16, RedProd>(x, y, dy, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_prod_bf16_strip(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_strip<__nv_bfloat16, RedProd>(x, y, dy, dx, ws, L);
 }
@@ -286,6 +319,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_prod_f64_stats(co
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_prod_f64_apply(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_apply<double, RedProd>(x, y, dy, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_prod_f64_fix(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_fix<double, RedProd>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_prod_f64_strip(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_strip<double, RedProd>(x, y, dy, dx, ws, L);

@@ -158,6 +158,7 @@ type ReduceBackward struct {
 	flatK    *kernelRef  // dense operands: ops without statistics, and the provisional ones (nil otherwise)
 	flat     reduceFlat  // its layout; flat.packs == 0 where the shape or the op's policy does not allow it
 	flatFx   bool        // the flat kernel is followed by red_flat_fix (provisional ops)
+	fixK     *kernelRef  // ... that is, by this kernel (nil but for the provisional ops)
 	stripK   *kernelRef  // ops with statistics on dense operands, whole slices per block (nil where off)
 	strip    reduceStrip // its cut
 	stripAny bool        // ... wherever the shape and operands allow it
@@ -225,6 +226,9 @@ func NewReduceBackward(desc ReduceDesc) (*ReduceBackward, error) {
 	}
 	if !desc.Op.hasStats() || desc.Op.provisional() {
 		refs = append(refs, kref{"flat", &p.flatK})
+	}
+	if desc.Op.provisional() {
+		refs = append(refs, kref{"fix", &p.fixK})
 	}
 	for _, r := range refs {
 		name, ok := lookupKernel("reduce", desc.Op.String(), desc.DType, r.variant)
@@ -336,7 +340,7 @@ func (p *ReduceBackward) Kernel() KernelInfo {
 	// aligned, as allocations are): "flat" for Sum, Mean, Norm2 and
 	// LogSumExp where the shape allows it (see flatGeometry), and for Max,
 	// Min and Prod where it also allows their slices to be split (then
-	// "apply" mends the slices where the flat kernel's provisional dx is
+	// "fix" mends the slices where the flat kernel's provisional dx is
 	// wrong); else the "row" variant when the reduced axis is innermost,
 	// else "col"; "apply" (after "stats") when an op with statistics
 	// splits its slices, but "one" for Var and Std split along an outer

@@ -55,8 +55,8 @@ const (
 // be split, Run takes the flat kernel for it, which also counts per slice
 // (integer atomics into the workspace, zeroed by a memset first) the
 // elements that may make it wrong, records the first flatSlots of them and
-// writes a mask of the elements a wide mend rewrites; then one apply
-// launch (redPhaseFlat) mends the slices where it is wrong: at the
+// writes a mask of the elements a wide mend rewrites; then the fix kernel
+// (redPhaseFlat) mends the slices where it is wrong: at the
 // recorded elements alone, across the whole grid from the mask (many ties;
 // prod with two or more zeros), or by reading the slice again
 // (gen/reduce_flat.cuh, red_flat_fix). Against the stats kernel and red_total

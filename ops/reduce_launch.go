@@ -231,7 +231,7 @@ func (p *ReduceBackward) Run(s *driver.Stream, a *ReduceArgs) error {
 	// Run queues the flat kernel for an op without statistics on dense
 	// operands (see dense), and for Max, Min and Prod on dense operands
 	// whose slices would be split (a memset of the counts, the flat
-	// kernel, then the apply kernel's redPhaseFlat), else the row or col
+	// kernel, then the fix kernel (redPhaseFlat), else the row or col
 	// kernel (by the operands' strides), or, when an op with statistics
 	// splits its slices into chunks, the one kernel (col, after a memset
 	// of its counters) or the stats kernel then the apply kernel twice
@@ -282,7 +282,7 @@ func (p *ReduceBackward) Run(s *driver.Stream, a *ReduceArgs) error {
 		}
 	}
 	if p.dense(a) {
-		preload(ctx, p.flatK, pick(p.flatFx, p.apply))
+		preload(ctx, p.flatK, pick(p.flatFx, p.fixK))
 		lf, err := p.flatK.resolve(ctx)
 		if err != nil {
 			return err
@@ -298,7 +298,7 @@ func (p *ReduceBackward) Run(s *driver.Stream, a *ReduceArgs) error {
 		if err := s.MemsetD8Async(a.Workspace.Slice(0, 4*(p.slices+1)), 0); err != nil {
 			return err
 		}
-		return p.launchThenApply(s, lf, a, &L, redPhaseFlat)
+		return p.launchThen(s, lf, p.fixK, a, &L, redPhaseFlat)
 	}
 	p.layout(a, &L)
 	main := p.colK
@@ -342,7 +342,7 @@ func (p *ReduceBackward) Run(s *driver.Stream, a *ReduceArgs) error {
 		if err != nil {
 			return err
 		}
-		if err := p.launchThenApply(s, lf, a, &L, redPhaseTotal); err != nil || p.desc.Op.provisional() {
+		if err := p.launchThen(s, lf, p.apply, a, &L, redPhaseTotal); err != nil || p.desc.Op.provisional() {
 			return err
 		}
 		L.phase, L.reverse = redPhaseApply, 1
@@ -363,14 +363,14 @@ func pick(cond bool, k *kernelRef) *kernelRef {
 	return nil
 }
 
-// launchThenApply launches first on L, then the apply kernel on L in
-// phase (redPhaseTotal after the stats kernel, redPhaseFlat after the
-// flat one).
-func (p *ReduceBackward) launchThenApply(s *driver.Stream, first *loadedFunction, a *ReduceArgs, L *reduceLayout, phase int32) error {
+// launchThen launches first on L, then next on L in phase (the apply
+// kernel's redPhaseTotal after the stats kernel, the fix kernel's
+// redPhaseFlat after the flat one).
+func (p *ReduceBackward) launchThen(s *driver.Stream, first *loadedFunction, next *kernelRef, a *ReduceArgs, L *reduceLayout, phase int32) error {
 	if err := p.launch(s, first, a, L); err != nil {
 		return err
 	}
-	lf, err := p.apply.resolve(s.Context())
+	lf, err := next.resolve(s.Context())
 	if err != nil {
 		return err
 	}

@@ -25,7 +25,7 @@ type Plan interface {
 func (p *BinaryBackward) kernelRefs() []*kernelRef { return []*kernelRef{p.kernel} }
 
 func (p *ReduceBackward) kernelRefs() []*kernelRef {
-	return nonNil(p.rowK, p.colK, p.stats, p.apply, p.oneK, p.cluK, p.flatK, p.stripK, p.stripcK)
+	return nonNil(p.rowK, p.colK, p.stats, p.apply, p.oneK, p.cluK, p.flatK, p.fixK, p.stripK, p.stripcK)
 }
 
 func (p *ScanBackward) kernelRefs() []*kernelRef { return nonNil(p.kernel, p.pairK, p.stripK) }
