@@ -288,7 +288,9 @@ func (e *Env) longReduce(op ops.ReduceOp, dt dtype.DType, shape []int, axis int)
 				scale = math.Abs(want[j])
 			}
 			ulps := rt.elem(slice[j], want[j]).ULP
-			w.check(dt, v.K, got[v.At(s, j)], want[j], scale, ulps, func() string { return fmt.Sprintf("slice %d dx[%d]", s, j) })
+			w.check(dt, v.K, got[v.At(s, j)], want[j], scale, ulps, func() string {
+				return fmt.Sprintf("slice %d dx[%d] (x %v, y %v, dy %v)", s, j, slice[j], y[s], dy[s])
+			})
 		}
 	}
 	return w, nil
