@@ -290,3 +290,29 @@ func (e *Env) runBroadcastCase(plan *ops.BinaryBackward, c BroadcastCase, in [3]
 	}
 	return nil
 }
+
+func init() {
+	suites = append(suites, Suite{Family: "bcast", Run: runBroadcastSuite, One: oneBroadcast})
+}
+
+func runBroadcastSuite(e *Env, quick bool) []Result {
+	var out []Result
+	cases := BroadcastCases(quick)
+	for _, op := range ops.BinaryOps() {
+		for _, dt := range dtype.All {
+			out = append(out, e.CheckBinaryBroadcast(op, dt, cases, 41))
+		}
+	}
+	return out
+}
+
+func oneBroadcast(e *Env, pick uint64) Result {
+	all := ops.BinaryOps()
+	op := all[pick%uint64(len(all))]
+	dt := dtype.All[(pick/16)%uint64(len(dtype.All))]
+	cases := []BroadcastCase{
+		{Shape: []int{65, 130}, AShape: []int{65, 130}, BShape: []int{130}},
+		{Shape: []int{3, 5, 7}, AShape: []int{3, 1, 7}, BShape: []int{}},
+	}
+	return e.CheckBinaryBroadcast(op, dt, cases, pick)
+}
