@@ -20,7 +20,8 @@
 //
 //   BCAST_GEN: one output, any strides and up to 8 dims. A work item is a
 //   kept index k (the output's own element) and a chunk of the reduced
-//   index range, walked innermost dim first; items run k fastest so that
+//   index range, walked in runs along the innermost reduced dim (each run
+//   entered by division over the reduced dims); items run k fastest so that
 //   neighbouring threads touch neighbouring output elements. With one
 //   chunk the sum is final, else BCAST_GEN_FINISH adds the chunks' partials
 //   in chunk order.
@@ -53,63 +54,38 @@ template <typename M> __device__ __forceinline__ M bcast_block_sum(M v, M* sh) {
 	return s;
 }
 
-// bcast_load reads N values of an operand of the given kind at row r and
-// columns [c, c + N) of the [R, C] view: a pack where vec holds, else
-// element by element up to lim (the columns left in the row; the rest
-// read as 0 and are never used).
-template <typename T, int N>
-__device__ __forceinline__ void bcast_load(const T* __restrict__ p, int kind, i64 r, i64 c, i64 C, bool vec, i64 lim,
-		typename OpMath<T>::type (&out)[N]) {
-	typedef typename OpMath<T>::type M;
+// bcast_load reads the N elements of an operand of the given kind at row
+// r and columns [c, c + N) of the [R, C] view: a pack where vec holds,
+// else element by element up to lim (the columns left in the row; the
+// rest read as 0 and are never used). A BCAST_ROW or BCAST_SCALAR operand
+// has one value for all N.
+template <typename T>
+__device__ __forceinline__ Pack<T> bcast_load(const T* __restrict__ p, int kind, i64 r, i64 c, i64 C, bool vec, i64 lim) {
+	constexpr int N = Pack<T>::N;
+	Pack<T> out;
 	if (kind == BCAST_ROW || kind == BCAST_SCALAR) {
-		const M v = to_op(p[kind == BCAST_ROW ? r : 0]);
+		const T v = p[kind == BCAST_ROW ? r : 0];
 #pragma unroll
-		for (int j = 0; j < N; ++j) out[j] = v;
-		return;
+		for (int j = 0; j < N; ++j) out.v[j] = v;
+		return out;
 	}
 	const i64 off = (kind == BCAST_FULL ? r * C : 0) + c;
-	if (vec) {
-		const Pack<T> pk = load_pack(p + off);
+	if (vec) return load_pack(p + off);
 #pragma unroll
-		for (int j = 0; j < N; ++j) out[j] = to_op(pk.v[j]);
-	} else {
-#pragma unroll
-		for (int j = 0; j < N; ++j) out[j] = j < lim ? to_op(p[off + j]) : M(0);
-	}
+	for (int j = 0; j < N; ++j) out.v[j] = j < lim ? p[off + j] : from_op<T>(typename OpMath<T>::type(0));
+	return out;
 }
 
-// BcastAcc is one output's running sums in a tile thread.
-template <typename M, int N> struct BcastAcc {
-	M col[N];  // BCAST_COL: this thread's columns over its rows
-	M row;     // BCAST_ROW: the current row's packs
-	M all;     // BCAST_SCALAR: everything this thread saw
-};
-
-// bcast_take adds (or, for BCAST_FULL, stores) one output's N values.
-template <typename T, int N>
-__device__ __forceinline__ void bcast_take(T* __restrict__ d, int kind, const typename OpMath<T>::type (&g)[N], i64 r,
-		i64 c, i64 C, bool vec, i64 lim, BcastAcc<typename OpMath<T>::type, N>& acc) {
-	if (kind == BCAST_FULL) {
-		const i64 off = r * C + c;
-		if (vec) {
-			Pack<T> pk;
+// bcast_store writes a BCAST_FULL output's N elements at (r, c).
+template <typename T>
+__device__ __forceinline__ void bcast_store(T* __restrict__ d, const Pack<T>& v, i64 r, i64 c, i64 C, bool vec, i64 lim) {
+	const i64 off = r * C + c;
+	if (vec) {
+		store_pack(d + off, v);
+	} else {
 #pragma unroll
-			for (int j = 0; j < N; ++j) pk.v[j] = from_op<T>(g[j]);
-			store_pack(d + off, pk);
-		} else {
-#pragma unroll
-			for (int j = 0; j < N; ++j)
-				if (j < lim) d[off + j] = from_op<T>(g[j]);
-		}
-		return;
-	}
-#pragma unroll
-	for (int j = 0; j < N; ++j) {
-		if (vec || j < lim) {
-			if (kind == BCAST_COL) acc.col[j] += g[j];
-			else if (kind == BCAST_ROW) acc.row += g[j];
-			else acc.all += g[j];
-		}
+		for (int j = 0; j < Pack<T>::N; ++j)
+			if (j < lim) d[off + j] = v.v[j];
 	}
 }
 
@@ -125,15 +101,16 @@ __device__ __forceinline__ void bcast_row_end(T* __restrict__ d, M* __restrict__
 	}
 }
 
-// bcast_tile_end finishes a tile's BCAST_COL or BCAST_SCALAR output
-// (uniform across the block: every thread calls it or none does).
+// bcast_tile_end finishes a tile's BCAST_COL or BCAST_SCALAR output from
+// this thread's column sums col or total all (uniform across the block:
+// every thread calls it or none does).
 template <typename T, int N>
 __device__ __forceinline__ void bcast_tile_end(T* __restrict__ d, typename OpMath<T>::type* __restrict__ ws, int kind,
-		int part, BcastAcc<typename OpMath<T>::type, N>& acc, typename OpMath<T>::type* sh, i64 rt, i64 tile,
-		i64 cbase, i64 C) {
+		int part, const typename OpMath<T>::type (&col)[N], typename OpMath<T>::type all,
+		typename OpMath<T>::type* sh, i64 rt, i64 tile, i64 cbase, i64 C) {
 	typedef typename OpMath<T>::type M;
 	if (kind == BCAST_SCALAR) {
-		const M s = bcast_block_sum(acc.all, sh);
+		const M s = bcast_block_sum(all, sh);
 		if (threadIdx.x == 0) {
 			if (part) ws[tile] = s;
 			else d[0] = from_op<T>(s);
@@ -145,7 +122,7 @@ __device__ __forceinline__ void bcast_tile_end(T* __restrict__ d, typename OpMat
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 	__syncthreads();
 #pragma unroll
-	for (int j = 0; j < N; ++j) sh[warp * 32 * N + lane * N + j] = acc.col[j];
+	for (int j = 0; j < N; ++j) sh[warp * 32 * N + lane * N + j] = col[j];
 	__syncthreads();
 	for (int t = threadIdx.x; t < 32 * N; t += blockDim.x) {
 		M s = M(0);
@@ -159,6 +136,17 @@ __device__ __forceinline__ void bcast_tile_end(T* __restrict__ d, typename OpMat
 	}
 }
 
+// bcast_sum adds one output's value g to the running sum its kind keeps.
+template <typename M>
+__device__ __forceinline__ void bcast_sum(int kind, M g, M& col, M& row, M& all) {
+	if (kind == BCAST_COL) col += g;
+	else if (kind == BCAST_ROW) row += g;
+	else if (kind == BCAST_SCALAR) all += g;
+}
+
+// bcast_tile: see the top of the file. At most one operand is BCAST_COL
+// (the launcher sends two to the general path), so one set of column sums
+// serves both outputs.
 template <typename T, typename Op>
 __device__ __forceinline__ void bcast_tile(const T* __restrict__ dy, const T* __restrict__ a,
 		const T* __restrict__ b, T* __restrict__ da, T* __restrict__ db, void* __restrict__ ws, double s,
@@ -170,39 +158,50 @@ __device__ __forceinline__ void bcast_tile(const T* __restrict__ dy, const T* __
 	M* wsb = reinterpret_cast<M*>(reinterpret_cast<char*>(ws) + L.ws_b);
 	const i64 R = L.R, C = L.C;
 	const bool vec = L.vec != 0;
+	// An output not wanted keeps no sums and stores nothing.
+	const int ka = da ? L.kind_a : 0, kb = db ? L.kind_b : 0;
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 	const i64 tile = blockIdx.x;
 	const i64 rt = tile / L.nct, ct = tile - rt * L.nct;
 	const i64 r0 = rt * L.rows;
 	const i64 r1 = min(R, r0 + L.rows);
 	const i64 cbase = ct * (i64)L.J * 32 * N;
-	BcastAcc<M, N> acca, accb;
+	M col[N];
 #pragma unroll
-	for (int j = 0; j < N; ++j) acca.col[j] = accb.col[j] = M(0);
-	acca.all = accb.all = M(0);
+	for (int j = 0; j < N; ++j) col[j] = M(0);
+	M alla = M(0), allb = M(0);
 	for (i64 r = r0 + warp; r < r1; r += BCAST_WARPS) {
-		acca.row = accb.row = M(0);
+		M rowa = M(0), rowb = M(0);
 		for (int jp = 0; jp < L.J; ++jp) {
 			const i64 c = cbase + ((i64)jp * 32 + lane) * N;
 			if (c >= C) break;
 			const i64 lim = C - c;
-			M g[N], av[N], bv[N], ga[N], gb[N];
-			bcast_load<T, N>(dy, BCAST_FULL, r, c, C, vec, lim, g);
-			if (Op::needs_a) bcast_load<T, N>(a, L.kind_a, r, c, C, vec, lim, av);
-			if (Op::needs_b) bcast_load<T, N>(b, L.kind_b, r, c, C, vec, lim, bv);
+			const Pack<T> g = bcast_load(dy, BCAST_FULL, r, c, C, vec, lim);
+			Pack<T> pa, pb, ra, rb;
+			if (Op::needs_a) pa = bcast_load(a, L.kind_a, r, c, C, vec, lim);
+			if (Op::needs_b) pb = bcast_load(b, L.kind_b, r, c, C, vec, lim);
 #pragma unroll
-			for (int j = 0; j < N; ++j)
-				Op::template apply<T>(g[j], Op::needs_a ? av[j] : M(0), Op::needs_b ? bv[j] : M(0), s, ga[j], gb[j]);
-			if (da) bcast_take<T, N>(da, L.kind_a, ga, r, c, C, vec, lim, acca);
-			if (db) bcast_take<T, N>(db, L.kind_b, gb, r, c, C, vec, lim, accb);
+			for (int j = 0; j < N; ++j) {
+				M ga, gb;
+				Op::template apply<T>(to_op(g.v[j]), Op::needs_a ? to_op(pa.v[j]) : M(0),
+					Op::needs_b ? to_op(pb.v[j]) : M(0), s, ga, gb);
+				if (ka == BCAST_FULL) ra.v[j] = from_op<T>(ga);
+				if (kb == BCAST_FULL) rb.v[j] = from_op<T>(gb);
+				if (vec || j < lim) {
+					bcast_sum(ka, ga, col[j], rowa, alla);
+					bcast_sum(kb, gb, col[j], rowb, allb);
+				}
+			}
+			if (ka == BCAST_FULL) bcast_store(da, ra, r, c, C, vec, lim);
+			if (kb == BCAST_FULL) bcast_store(db, rb, r, c, C, vec, lim);
 		}
-		if (da && L.kind_a == BCAST_ROW) bcast_row_end<T, M>(da, wsa, L.part_a, acca.row, r, ct, R);
-		if (db && L.kind_b == BCAST_ROW) bcast_row_end<T, M>(db, wsb, L.part_b, accb.row, r, ct, R);
+		if (ka == BCAST_ROW) bcast_row_end<T, M>(da, wsa, L.part_a, rowa, r, ct, R);
+		if (kb == BCAST_ROW) bcast_row_end<T, M>(db, wsb, L.part_b, rowb, r, ct, R);
 	}
-	if (da && (L.kind_a == BCAST_COL || L.kind_a == BCAST_SCALAR))
-		bcast_tile_end<T, N>(da, wsa, L.kind_a, L.part_a, acca, sh, rt, tile, cbase, C);
-	if (db && (L.kind_b == BCAST_COL || L.kind_b == BCAST_SCALAR))
-		bcast_tile_end<T, N>(db, wsb, L.kind_b, L.part_b, accb, sh, rt, tile, cbase, C);
+	if (ka == BCAST_COL || ka == BCAST_SCALAR)
+		bcast_tile_end<T, N>(da, wsa, ka, L.part_a, col, alla, sh, rt, tile, cbase, C);
+	if (kb == BCAST_COL || kb == BCAST_SCALAR)
+		bcast_tile_end<T, N>(db, wsb, kb, L.part_b, col, allb, sh, rt, tile, cbase, C);
 }
 
 // bcast_tile_finish_one sums one output's tile partials: a BCAST_COL
@@ -260,6 +259,32 @@ __device__ __forceinline__ void bcast_kept_offsets(const BcastLayout& L, i64 k, 
 	}
 }
 
+// bcast_reduced_offsets returns, for reduced index r, the offsets of dy,
+// a and b (o), and the innermost reduced dim's index there (inner), its
+// length (idim) and its strides (is); with no reduced dims, 0, 1 and 0.
+__device__ __forceinline__ void bcast_reduced_offsets(const BcastLayout& L, i64 r, i64 (&o)[3], i64& inner, i64& idim,
+		i64 (&is)[3]) {
+	inner = 0;
+	idim = 1;
+#pragma unroll
+	for (int u = 0; u < 3; ++u) o[u] = is[u] = 0;
+#pragma unroll
+	for (int d = BC_MAX_RANK - 1; d >= 0; --d) {
+		if (d < L.rrank) {
+			const i64 idx = r % L.rdim[d];
+			r /= L.rdim[d];
+#pragma unroll
+			for (int u = 0; u < 3; ++u) o[u] += idx * L.rstride[u][d];
+			if (d == L.rrank - 1) {
+				inner = idx;
+				idim = L.rdim[d];
+#pragma unroll
+				for (int u = 0; u < 3; ++u) is[u] = L.rstride[u][d];
+			}
+		}
+	}
+}
+
 template <typename T, typename Op>
 __device__ __forceinline__ void bcast_gen(const T* __restrict__ dy, const T* __restrict__ a, const T* __restrict__ b,
 		T* __restrict__ da, T* __restrict__ db, void* __restrict__ ws, double s, const BcastLayout& L) {
@@ -271,45 +296,26 @@ __device__ __forceinline__ void bcast_gen(const T* __restrict__ dy, const T* __r
 		const i64 ch = t / L.nk, k = t - ch * L.nk;
 		i64 ko[4];
 		bcast_kept_offsets(L, k, ko);
-		const i64 r0 = ch * L.chunk;
-		const i64 r1 = min(L.nr, r0 + L.chunk);
-		// The reduced index r0 as digits ri and offsets ro, then stepped
-		// like an odometer.
-		i64 ri[BC_MAX_RANK], ro[3] = {0, 0, 0};
-		i64 rem = r0;
-#pragma unroll
-		for (int d = BC_MAX_RANK - 1; d >= 0; --d) {
-			ri[d] = 0;
-			if (d < L.rrank) {
-				ri[d] = rem % L.rdim[d];
-				rem /= L.rdim[d];
-#pragma unroll
-				for (int u = 0; u < 3; ++u) ro[u] += ri[d] * L.rstride[u][d];
-			}
-		}
+		const i64 r1 = min(L.nr, ch * L.chunk + L.chunk);
 		M acc = M(0);
-		for (i64 r = r0; r < r1; ++r) {
-			const M g = to_op(dy[ko[0] + ro[0]]);
-			const M av = Op::needs_a ? to_op(a[ko[1] + ro[1]]) : M(0);
-			const M bv = Op::needs_b ? to_op(b[ko[2] + ro[2]]) : M(0);
-			M ga, gb;
-			Op::template apply<T>(g, av, bv, s, ga, gb);
-			acc += L.out ? gb : ga;
-			bool carry = true;
-#pragma unroll
-			for (int d = BC_MAX_RANK - 1; d >= 0; --d) {
-				if (carry && d < L.rrank) {
-					if (++ri[d] < L.rdim[d]) {
-#pragma unroll
-						for (int u = 0; u < 3; ++u) ro[u] += L.rstride[u][d];
-						carry = false;
-					} else {
-#pragma unroll
-						for (int u = 0; u < 3; ++u) ro[u] -= (ri[d] - 1) * L.rstride[u][d];
-						ri[d] = 0;
-					}
-				}
+		// Runs along the innermost reduced dim, each entered by division.
+		for (i64 r = ch * L.chunk; r < r1;) {
+			i64 ro[3], is[3], inner, idim;
+			bcast_reduced_offsets(L, r, ro, inner, idim, is);
+			const i64 run = min(r1 - r, idim - inner);
+			i64 oy = ko[0] + ro[0], oa = ko[1] + ro[1], ob = ko[2] + ro[2];
+			for (i64 q = 0; q < run; ++q) {
+				const M g = to_op(dy[oy]);
+				const M av = Op::needs_a ? to_op(a[oa]) : M(0);
+				const M bv = Op::needs_b ? to_op(b[ob]) : M(0);
+				M ga, gb;
+				Op::template apply<T>(g, av, bv, s, ga, gb);
+				acc += L.out ? gb : ga;
+				oy += is[0];
+				oa += is[1];
+				ob += is[2];
 			}
+			r += run;
 		}
 		if (L.nchunks == 1) out[ko[3]] = from_op<T>(acc);
 		else part[ch * L.nk + k] = acc;

@@ -14,6 +14,12 @@ var bcastFamily = Family{
 	Prefix: "bcast_bw",
 	Header: "bcast.cuh",
 	Block:  256,
+	// One resident block an SM at least: the kernel holds the tile and
+	// the general phases, whose register needs add up (to about 100 for
+	// f16 and bf16, 64-80 for f32 and f64); left alone, ptxas 11.8
+	// squeezes them to 64 or 80 with spills, and held to 80 or 64 (3 or
+	// 4 blocks) most ops spill.
+	MinBlocks: 1,
 	Params: []Param{
 		ptrParam("dy", "const T* __restrict__"),
 		ptrParam("a", "const T* __restrict__"),
