@@ -29,6 +29,12 @@
 #include "binary.cuh"
 #include "zconsts.cuh"
 
+// bcast_zero is -0, the identity of IEEE addition (-0 + x is x for every
+// x, -0 and NaN included), where every sum starts: a gradient that is one
+// term keeps that term's bits, the sign of a zero included. An empty sum
+// is +0.
+template <typename M> __device__ __forceinline__ M bcast_zero() { return M(-0.0); }
+
 // bcast_warp_sum is the sum of v over the warp's lanes, the same in every
 // lane: an xor butterfly adds the same pairs in the same order each run.
 template <typename M> __device__ __forceinline__ M bcast_warp_sum(M v) {
@@ -46,7 +52,7 @@ template <typename M> __device__ __forceinline__ M bcast_block_sum(M v, M* sh) {
 	__syncthreads();
 	if (lane == 0) sh[warp] = v;
 	__syncthreads();
-	M s = M(0);
+	M s = bcast_zero<M>();
 	if (threadIdx.x == 0) {
 #pragma unroll
 		for (int w = 0; w < BCAST_WARPS; ++w) s += sh[w];
@@ -125,7 +131,7 @@ __device__ __forceinline__ void bcast_tile_end(T* __restrict__ d, typename OpMat
 	for (int j = 0; j < N; ++j) sh[warp * 32 * N + lane * N + j] = col[j];
 	__syncthreads();
 	for (int t = threadIdx.x; t < 32 * N; t += blockDim.x) {
-		M s = M(0);
+		M s = bcast_zero<M>();
 #pragma unroll
 		for (int w = 0; w < BCAST_WARPS; ++w) s += sh[w * 32 * N + t];
 		const i64 c = cbase + t;
@@ -168,10 +174,10 @@ __device__ __forceinline__ void bcast_tile(const T* __restrict__ dy, const T* __
 	const i64 cbase = ct * (i64)L.J * 32 * N;
 	M col[N];
 #pragma unroll
-	for (int j = 0; j < N; ++j) col[j] = M(0);
-	M alla = M(0), allb = M(0);
+	for (int j = 0; j < N; ++j) col[j] = bcast_zero<M>();
+	M alla = bcast_zero<M>(), allb = bcast_zero<M>();
 	for (i64 r = r0 + warp; r < r1; r += BCAST_WARPS) {
-		M rowa = M(0), rowb = M(0);
+		M rowa = bcast_zero<M>(), rowb = bcast_zero<M>();
 		for (int jp = 0; jp < L.J; ++jp) {
 			const i64 c = cbase + ((i64)jp * 32 + lane) * N;
 			if (c >= C) break;
@@ -215,7 +221,7 @@ __device__ __forceinline__ void bcast_tile_finish_one(T* __restrict__ d, const t
 	if (kind == BCAST_SCALAR) {
 		if (blockIdx.x != 0) return;
 		const i64 n = L.nrt * L.nct;
-		M v = M(0);
+		M v = bcast_zero<M>();
 		for (i64 i = threadIdx.x; i < n; i += blockDim.x) v += ws[i];
 		v = bcast_block_sum(v, sh);
 		if (threadIdx.x == 0) d[0] = from_op<T>(v);
@@ -224,7 +230,7 @@ __device__ __forceinline__ void bcast_tile_finish_one(T* __restrict__ d, const t
 	const bool col = kind == BCAST_COL;
 	const i64 n = col ? L.C : L.R, parts = col ? L.nrt : L.nct;
 	for (i64 i = global_tid(); i < n; i += grid_threads()) {
-		M v = M(0);
+		M v = bcast_zero<M>();
 		for (i64 p = 0; p < parts; ++p) v += ws[p * n + i];
 		d[i] = from_op<T>(v);
 	}
@@ -297,7 +303,7 @@ __device__ __forceinline__ void bcast_gen(const T* __restrict__ dy, const T* __r
 		i64 ko[4];
 		bcast_kept_offsets(L, k, ko);
 		const i64 r1 = min(L.nr, ch * L.chunk + L.chunk);
-		M acc = M(0);
+		M acc = L.nr == 0 ? M(0) : bcast_zero<M>();
 		// Runs along the innermost reduced dim, each entered by division.
 		for (i64 r = ch * L.chunk; r < r1;) {
 			i64 ro[3], is[3], inner, idim;
@@ -330,7 +336,7 @@ __device__ __forceinline__ void bcast_gen_finish(T* __restrict__ da, T* __restri
 	T* out = L.out ? db : da;
 	const M* part = reinterpret_cast<const M*>(reinterpret_cast<const char*>(ws) + (L.out ? L.ws_b : L.ws_a));
 	for (i64 k = global_tid(); k < L.nk; k += grid_threads()) {
-		M v = M(0);
+		M v = bcast_zero<M>();
 		for (i64 ch = 0; ch < L.nchunks; ++ch) v += part[ch * L.nk + k];
 		i64 ko[4];
 		bcast_kept_offsets(L, k, ko);

@@ -21,7 +21,7 @@ import (
 //     over dy for both outputs, and a small second pass over the workspace
 //     where a sum spans several tiles.
 //   - general: anything else (rank 3 and up after merging, such as
-//     [B, T, D] * [B, 1, D], or strided tensors): one pass over dy per
+//     [B, T, D] * [B, 1, D]; both operands [C]; strided tensors): one pass over dy per
 //     wanted output, a thread per kept element and chunk of the reduced
 //     elements, indices by division over up to 8 dims; a second pass sums
 //     the chunks where there are several.
@@ -138,7 +138,8 @@ func newBcastPlan(dt dtype.DType, shape, as, bs []int) *bcastPlan {
 			L.r, L.c = gs[0].size, gs[1].size
 			L.kindA, L.kindB = bcastKind2(gs[0].ka, gs[1].ka), bcastKind2(gs[0].kb, gs[1].kb)
 		}
-		bc.tileOK = bcastTileGeometry(L, dt)
+		// The tile kernel keeps one set of column sums.
+		bc.tileOK = !(L.kindA == bcastCol && L.kindB == bcastCol) && bcastTileGeometry(L, dt)
 		if bc.tileOK {
 			var sizes [2]int64
 			for i, kind := range [2]int32{L.kindA, L.kindB} {
@@ -307,9 +308,12 @@ func (p *BinaryBackward) runBroadcast(s *driver.Stream, a *BinaryArgs) error {
 func (p *BinaryBackward) runTile(s *driver.Stream, ts *[5]*Tensor, want [2]bool, ws driver.DevicePtr) error {
 	L := p.bc.tile
 	N := int64(16 / p.desc.DType.Size())
+	// Packs need C to be whole packs and every tensor read or written in
+	// packs (dy and the full and [C] operands) 16-byte aligned.
 	L.vec = boolInt(L.c%N == 0)
-	for _, t := range ts {
-		if t != nil && uintptr(t.Buf.Addr)%16 != 0 {
+	kinds := [5]int32{bcastFull, L.kindA, L.kindB, L.kindA, L.kindB}
+	for i, t := range ts {
+		if t != nil && (kinds[i] == bcastFull || kinds[i] == bcastCol) && uintptr(t.Buf.Addr)%16 != 0 {
 			L.vec = 0
 		}
 	}

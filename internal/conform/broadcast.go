@@ -73,6 +73,7 @@ func BroadcastCases(quick bool) []BroadcastCase {
 		// Outer products: both operands broadcast, one pass.
 		{Shape: []int{33, 65}, AShape: []int{33, 1}, BShape: []int{1, 65}},
 		{Shape: []int{100}, AShape: []int{}, BShape: []int{1}},
+		{Shape: []int{33, 65}, AShape: []int{65}, BShape: []int{1, 65}},
 		// The general path.
 		{Shape: []int{4, 33, 65}, AShape: []int{4, 33, 65}, BShape: []int{4, 1, 65}},
 		{Shape: []int{2, 3, 4, 5}, AShape: []int{3, 1, 5}, BShape: []int{2, 1, 4, 1}},
@@ -96,7 +97,7 @@ func BroadcastCases(quick bool) []BroadcastCase {
 		{Shape: []int{4, 33, 65}, AShape: []int{4, 33, 65}, BShape: []int{4, 1, 65}, NoDA: true},
 	}
 	if quick {
-		return cs[:10]
+		return cs[:11]
 	}
 	return append(cs,
 		// Sums over many tiles or chunks: long columns, long rows, 1-D.

@@ -51,9 +51,19 @@ func BroadcastIndex(own, out []int) []int {
 // shape, a and b (row-major) their own shapes, which broadcast to it; da
 // and db, in a's and b's shapes, are the elementwise gradients of
 // BinaryBackward summed over the broadcast dims, in dy's row-major order.
+// Each sum starts at -0, the identity of addition, so a gradient of one
+// term is that term exactly (a -0 included), as the kernels give it; an
+// empty dy gives +0 sums.
 func BinaryBroadcastBackward(op string, shape, aShape, bShape []int, dy, a, b []float64, s float64) (da, db []float64) {
 	ia, ib := BroadcastIndex(aShape, shape), BroadcastIndex(bShape, shape)
 	da, db = make([]float64, numel(aShape)), make([]float64, numel(bShape))
+	if len(dy) > 0 {
+		for _, v := range [2][]float64{da, db} {
+			for i := range v {
+				v[i] = math.Copysign(0, -1)
+			}
+		}
+	}
 	for i, g := range dy {
 		ga, gb := BinaryBackward(op, g, a[ia[i]], b[ib[i]], s)
 		da[ia[i]] += ga
