@@ -4,7 +4,8 @@
 // broadcast along. The per-element math is the binary family's functors
 // (binary.cuh) in opmath M; every sum accumulates in M, in a fixed order
 // that depends only on the launch layout (no atomics), and is rounded to T
-// once. The launcher (ops/binary_bcast.go) picks the phases:
+// once. The launcher (ops/binary_bcast.go) picks the phases, the first
+// two in the "tile" kernel, the others in the "gen" kernel:
 //
 //   BCAST_TILE: dy is a dense [R, C] and each operand one of the BCAST_*
 //   kinds. Block t takes rows [rt*rows, ..) of columns
@@ -344,14 +345,22 @@ __device__ __forceinline__ void bcast_gen_finish(T* __restrict__ da, T* __restri
 	}
 }
 
+// The two kernels of an (op, dtype): the tile phases and the general ones.
+// They are separate kernels so that each gets the registers it needs (the
+// general phases' 64-bit index math, kept alongside the tile loop in one
+// kernel, would cost the tile pass occupancy).
 template <typename T, typename Op>
-__device__ __forceinline__ void bcast_backward(const T* __restrict__ dy, const T* __restrict__ a,
+__device__ __forceinline__ void bcast_tile_kernel(const T* __restrict__ dy, const T* __restrict__ a,
 		const T* __restrict__ b, T* __restrict__ da, T* __restrict__ db, void* __restrict__ ws, double s,
 		const BcastLayout& L) {
-	switch (L.phase) {
-	case BCAST_TILE: bcast_tile<T, Op>(dy, a, b, da, db, ws, s, L); break;
-	case BCAST_TILE_FINISH: bcast_tile_finish<T>(da, db, ws, L); break;
-	case BCAST_GEN: bcast_gen<T, Op>(dy, a, b, da, db, ws, s, L); break;
-	default: bcast_gen_finish<T>(da, db, ws, L); break;
-	}
+	if (L.phase == BCAST_TILE) bcast_tile<T, Op>(dy, a, b, da, db, ws, s, L);
+	else bcast_tile_finish<T>(da, db, ws, L);
+}
+
+template <typename T, typename Op>
+__device__ __forceinline__ void bcast_gen_kernel(const T* __restrict__ dy, const T* __restrict__ a,
+		const T* __restrict__ b, T* __restrict__ da, T* __restrict__ db, void* __restrict__ ws, double s,
+		const BcastLayout& L) {
+	if (L.phase == BCAST_GEN) bcast_gen<T, Op>(dy, a, b, da, db, ws, s, L);
+	else bcast_gen_finish<T>(da, db, ws, L);
 }

@@ -123,7 +123,8 @@ type BinaryBackward struct {
 	shape          []int
 	aShape, bShape []int // a's and b's shapes: shape without broadcasting
 	scalar         float64
-	kernel         *kernelRef
+	kernel         *kernelRef // the elementwise kernel, or the tile or else the general bcast kernel
+	genK           *kernelRef // the general bcast kernel (nil without broadcasting)
 	bc             *bcastPlan // nil without broadcasting
 }
 
@@ -178,26 +179,37 @@ func NewBinaryBackward(desc BinaryDesc) (*BinaryBackward, error) {
 	if math.IsNaN(scalar) || math.IsInf(scalar, 0) {
 		return nil, id.errorf(ErrParam, "scalar (alpha or weight) %v must be finite", scalar)
 	}
-	family := "binary"
-	if broadcast {
-		family = "bcast"
-	}
-	name, ok := lookupKernel(family, desc.Op.String(), desc.DType, "")
-	if !ok {
-		return nil, id.errorf(ErrUnsupported, "no kernel for %s %s", desc.Op, desc.DType)
-	}
-	p := &BinaryBackward{id: id, desc: desc, shape: shape, aShape: aShape, bShape: bShape, scalar: scalar,
-		kernel: newKernelRef(family, name)}
+	p := &BinaryBackward{id: id, desc: desc, shape: shape, aShape: aShape, bShape: bShape, scalar: scalar}
 	p.desc.Shape = p.shape
 	p.desc.AShape, p.desc.BShape = nil, nil
 	if broadcast {
 		p.desc.AShape, p.desc.BShape = aShape, bShape
 		p.bc = newBcastPlan(desc.DType, shape, aShape, bShape)
+		// The general kernel serves every pattern (and strided tensors of
+		// a tile pattern); the tile kernel only tile patterns.
+		gen, ok := lookupKernel("bcast", desc.Op.String(), desc.DType, "gen")
+		tile, ok2 := lookupKernel("bcast", desc.Op.String(), desc.DType, "tile")
+		if !ok || !ok2 {
+			return nil, id.errorf(ErrUnsupported, "no broadcasting kernel for %s %s", desc.Op, desc.DType)
+		}
+		p.genK = newKernelRef("bcast", gen)
+		p.kernel = p.genK
+		if p.bc.tileOK {
+			p.kernel = newKernelRef("bcast", tile)
+		}
+		return p, nil
 	}
+	name, ok := lookupKernel("binary", desc.Op.String(), desc.DType, "")
+	if !ok {
+		return nil, id.errorf(ErrUnsupported, "no kernel for %s %s", desc.Op, desc.DType)
+	}
+	p.kernel = newKernelRef("binary", name)
 	return p, nil
 }
 
-// Kernel identifies the kernel the plan launches.
+// Kernel identifies the kernel the plan launches: a broadcasting plan's
+// tile kernel where its shapes allow one (its general kernel serves
+// strided tensors), else its general kernel.
 func (p *BinaryBackward) Kernel() KernelInfo {
 	family := "binary"
 	if p.bc != nil {

@@ -317,7 +317,7 @@ func (p *BinaryBackward) runTile(s *driver.Stream, ts *[5]*Tensor, want [2]bool,
 			L.vec = 0
 		}
 	}
-	if err := p.launchBcast(s, ts, ws, &L, uint32(L.nrt*L.nct)); err != nil {
+	if err := p.launchBcast(s, p.kernel, ts, ws, &L, uint32(L.nrt*L.nct)); err != nil {
 		return err
 	}
 	work := int64(0)
@@ -338,7 +338,7 @@ func (p *BinaryBackward) runTile(s *driver.Stream, ts *[5]*Tensor, want [2]bool,
 		return nil
 	}
 	L.phase = bcastTileFinish
-	return p.launchBcast(s, ts, ws, &L, gridCover(work, p.kernel.block))
+	return p.launchBcast(s, p.kernel, ts, ws, &L, gridCover(work, p.kernel.block))
 }
 
 // runGeneral queues the general pass for one output (0 da, 1 db) and its
@@ -350,14 +350,14 @@ func (p *BinaryBackward) runGeneral(s *driver.Stream, ts *[5]*Tensor, out int, w
 	L.nk, L.nr, L.chunk, L.nchunks = g.nk, g.nr, g.chunk, g.nchunks
 	L.wsB = p.bc.genOffB
 	p.generalDims(ts, out, &L)
-	if err := p.launchBcast(s, ts, ws, &L, gridCover(g.nk*g.nchunks, p.kernel.block)); err != nil {
+	if err := p.launchBcast(s, p.genK, ts, ws, &L, gridCover(g.nk*g.nchunks, p.genK.block)); err != nil {
 		return err
 	}
 	if g.nchunks == 1 {
 		return nil
 	}
 	L.phase = bcastGenFinish
-	return p.launchBcast(s, ts, ws, &L, gridCover(g.nk, p.kernel.block))
+	return p.launchBcast(s, p.genK, ts, ws, &L, gridCover(g.nk, p.genK.block))
 }
 
 // generalDims fills L's kept and reduced dims and strides for output out:
@@ -431,15 +431,14 @@ func mergeable(strides [][MaxRank]int64, k int32, st []int64, size int64) bool {
 	return true
 }
 
-func (p *BinaryBackward) launchBcast(s *driver.Stream, ts *[5]*Tensor, ws driver.DevicePtr, L *bcastLayout, grid uint32) error {
-	lf, err := p.kernel.resolve(s.Context())
+func (p *BinaryBackward) launchBcast(s *driver.Stream, k *kernelRef, ts *[5]*Tensor, ws driver.DevicePtr, L *bcastLayout, grid uint32) error {
+	lf, err := k.resolve(s.Context())
 	if err != nil {
 		return err
 	}
 	args := driver.GetArgs()
 	p.packBcast(args, ts, ws, L)
-	block := p.kernel.block
-	err = lf.fn.Launch(s, [3]uint32{grid, 1, 1}, [3]uint32{uint32(block), 1, 1}, 0, args)
+	err = lf.fn.Launch(s, [3]uint32{grid, 1, 1}, [3]uint32{uint32(k.block), 1, 1}, 0, args)
 	driver.PutArgs(args)
 	return err
 }

@@ -59,7 +59,7 @@ func TestBinaryBroadcastPlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if k := p.Kernel(); k.Name != "bcast_bw_mul_bf16" || k.Family != "bcast" {
+	if k := p.Kernel(); k.Name != "bcast_bw_mul_bf16_tile" || k.Family != "bcast" {
 		t.Errorf("Kernel() = %+v", k)
 	}
 	if pr := p.Precision(); pr.Accumulator != "f32" || !pr.Deterministic || !pr.BitStable {
@@ -94,6 +94,14 @@ func TestBinaryBroadcastPlan(t *testing.T) {
 	p, _ = NewBinaryBackward(BinaryDesc{Op: BinaryMul, DType: dtype.F32, Shape: []int{8, 128, 64}, BShape: []int{8, 1, 64}})
 	if p.bc.tileOK || p.bc.gen[1].nk != 8*64 || p.bc.gen[1].nr != 128 || p.bc.gen[0].nr != 1 {
 		t.Errorf("[B,T,D]x[B,1,D]: tile %v, general %+v", p.bc.tileOK, p.bc.gen)
+	}
+	if k := p.Kernel().Name; k != "bcast_bw_mul_f32_gen" || len(p.kernelRefs()) != 1 {
+		t.Errorf("[B,T,D]x[B,1,D]: kernel %s, %d kernels to warm", k, len(p.kernelRefs()))
+	}
+	// A tile plan warms its general kernel too (strided tensors take it).
+	p, _ = NewBinaryBackward(BinaryDesc{Op: BinaryMul, DType: dtype.F32, Shape: []int{8, 64}, BShape: []int{64}})
+	if ks := p.kernelRefs(); len(ks) != 2 || ks[0].name != "bcast_bw_mul_f32_tile" || ks[1].name != "bcast_bw_mul_f32_gen" {
+		t.Errorf("tile plan warms %v", ks)
 	}
 }
 

@@ -45,7 +45,7 @@ func ExampleNewBinaryBackward_broadcast() {
 	_, err = ops.NewBinaryBackward(ops.BinaryDesc{Op: ops.BinaryAdd, DType: ops.F32, Shape: []int{2, 3}, BShape: []int{2}})
 	fmt.Println(err)
 	// Output:
-	// bcast_bw_add_f32 true f32
+	// bcast_bw_add_f32_tile true f32
 	// ops: BinaryBackward(add, f32): BShape [2] does not broadcast to Shape [2 3]: dim 0 is 2, must be 1 or 3: shape mismatch
 }
 
