@@ -561,3 +561,32 @@ func FuzzBinaryBroadcastDescriptor(f *testing.F) {
 		}
 	})
 }
+
+// TestBcastPrepareZeroAllocs: the Go share of a warm broadcasting Run
+// (Check, the general path's dims and strides, argument packing)
+// allocates nothing.
+func TestBcastPrepareZeroAllocs(t *testing.T) {
+	p, err := NewBinaryBackward(BinaryDesc{Op: BinaryMul, DType: dtype.F32, Shape: []int{4, 64, 32}, BShape: []int{4, 1, 32}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := BinaryArgs{DY: fakeTensor(dtype.F32, 4, 64, 32), A: fakeTensor(dtype.F32, 4, 64, 32), B: fakeTensor(dtype.F32, 4, 1, 32),
+		DA: fakeTensor(dtype.F32, 4, 64, 32), DB: fakeTensor(dtype.F32, 4, 1, 32),
+		Workspace: driver.Buffer{Addr: 0x200000, Size: max(16, p.WorkspaceSize())}}
+	n := testing.AllocsPerRun(100, func() {
+		if err := p.Check(&args); err != nil {
+			t.Fatal(err)
+		}
+		ts := [5]*Tensor{&args.DY, &args.A, &args.B, &args.DA, &args.DB}
+		for out := 0; out < 2; out++ {
+			var L bcastLayout
+			p.generalDims(&ts, out, &L)
+			a := driver.GetArgs()
+			p.packBcast(a, &ts, args.Workspace.Addr, &L)
+			driver.PutArgs(a)
+		}
+	})
+	if n != 0 {
+		t.Errorf("%.1f allocations per prepared Run, want 0", n)
+	}
+}
