@@ -211,10 +211,14 @@ __device__ __forceinline__ void bcast_tile(const T* __restrict__ dy, const T* __
 		bcast_tile_end<T, N>(db, wsb, kb, L.part_b, col, allb, sh, rt, tile, cbase, C);
 }
 
-// bcast_tile_finish_one sums one output's tile partials: a BCAST_COL
-// column over the row tiles, a BCAST_ROW row over the column tiles, in
-// tile order; BCAST_SCALAR's nrt*nct partials in block 0, each thread a
-// strided share, then across the block.
+// bcast_tile_finish_one sums one output's tile partials: element i of a
+// BCAST_COL output (n = C) over the row tiles p, or of a BCAST_ROW output
+// (n = R) over the column tiles, from ws[p*n + i]. A block takes 32
+// elements at a time, a lane each; warp w adds the partials p = w, w + 8,
+// ... in order, and thread i of warp 0 then adds the warps' sums in warp
+// order: eight loads in flight per element rather than one. BCAST_SCALAR's
+// nrt*nct partials are summed by block 0, each thread a strided share,
+// then across the block.
 template <typename T>
 __device__ __forceinline__ void bcast_tile_finish_one(T* __restrict__ d, const typename OpMath<T>::type* __restrict__ ws,
 		int kind, const BcastLayout& L, typename OpMath<T>::type* sh) {
@@ -230,10 +234,21 @@ __device__ __forceinline__ void bcast_tile_finish_one(T* __restrict__ d, const t
 	}
 	const bool col = kind == BCAST_COL;
 	const i64 n = col ? L.C : L.R, parts = col ? L.nrt : L.nct;
-	for (i64 i = global_tid(); i < n; i += grid_threads()) {
+	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+	for (i64 base = (i64)blockIdx.x * 32; base < n; base += (i64)gridDim.x * 32) {
+		const i64 i = base + lane;
 		M v = bcast_zero<M>();
-		for (i64 p = 0; p < parts; ++p) v += ws[p * n + i];
-		d[i] = from_op<T>(v);
+		if (i < n)
+			for (i64 p = warp; p < parts; p += BCAST_WARPS) v += ws[p * n + i];
+		__syncthreads();
+		sh[warp * 32 + lane] = v;
+		__syncthreads();
+		if (warp == 0 && i < n) {
+			M t = bcast_zero<M>();
+#pragma unroll
+			for (int w = 0; w < BCAST_WARPS; ++w) t += sh[w * 32 + lane];
+			d[i] = from_op<T>(t);
+		}
 	}
 }
 
@@ -241,7 +256,7 @@ template <typename T>
 __device__ __forceinline__ void bcast_tile_finish(T* __restrict__ da, T* __restrict__ db, void* __restrict__ ws,
 		const BcastLayout& L) {
 	typedef typename OpMath<T>::type M;
-	__shared__ M sh[BCAST_WARPS];
+	__shared__ M sh[BCAST_WARPS * 32];
 	const M* wsa = reinterpret_cast<const M*>(reinterpret_cast<const char*>(ws) + L.ws_a);
 	const M* wsb = reinterpret_cast<const M*>(reinterpret_cast<const char*>(ws) + L.ws_b);
 	if (da && L.part_a) bcast_tile_finish_one<T>(da, wsa, L.kind_a, L, sh);

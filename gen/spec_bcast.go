@@ -15,9 +15,9 @@ var bcastFamily = Family{
 	Header: "bcast.cuh",
 	Block:  256,
 	// One resident block an SM at least: left alone, ptxas 11.8 squeezes
-	// some kernels (div, pow, hypot) to 64 or 80 registers with spills;
-	// so the tile kernels of mul and add take 56 (f32) and 78 (bf16)
-	// registers, 48 to 64 for add.
+	// some kernels (div, pow, hypot) to 64 or 80 registers with spills.
+	// So the tile kernel of mul takes 64 registers in f32 (four blocks an
+	// SM) and 78 in bf16 (three); add's take 64 or fewer.
 	MinBlocks: 1,
 	Params: []Param{
 		ptrParam("dy", "const T* __restrict__"),

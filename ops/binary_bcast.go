@@ -325,11 +325,13 @@ func (p *BinaryBackward) runTile(s *driver.Stream, ts *[5]*Tensor, want [2]bool,
 		if !want[i] || part == 0 {
 			continue
 		}
+		// A finish block sums 32 columns or rows (a lane each, its warps
+		// splitting the partials), or everything for a 0-d output.
 		switch [2]int32{L.kindA, L.kindB}[i] {
 		case bcastCol:
-			work = max(work, L.c)
+			work = max(work, (L.c+31)/32)
 		case bcastRow:
-			work = max(work, L.r)
+			work = max(work, (L.r+31)/32)
 		default:
 			work = max(work, 1)
 		}
@@ -338,7 +340,7 @@ func (p *BinaryBackward) runTile(s *driver.Stream, ts *[5]*Tensor, want [2]bool,
 		return nil
 	}
 	L.phase = bcastTileFinish
-	return p.launchBcast(s, p.kernel, ts, ws, &L, gridCover(work, p.kernel.block))
+	return p.launchBcast(s, p.kernel, ts, ws, &L, uint32(min(work, maxGridX)))
 }
 
 // runGeneral queues the general pass for one output (0 da, 1 db) and its

@@ -309,21 +309,23 @@ func bcastModel(t *testing.T, p *BinaryBackward, ts [5]*Tensor, dy, a, b []float
 					s += read(i)
 				}
 				mem[3+o][0] = s
-			case bcastCol:
-				for c := int64(0); c < C; c++ {
-					s := 0.0
-					for q := int64(0); q < L.nrt; q++ {
-						s += read(q*C + c)
-					}
-					mem[3+o][c] = s
+			default:
+				// Warp w sums the partials w, w + 8, ..., then the warps'
+				// sums are added in warp order.
+				n, parts := C, L.nrt
+				if [2]int32{L.kindA, L.kindB}[o] == bcastRow {
+					n, parts = R, L.nct
 				}
-			case bcastRow:
-				for r := int64(0); r < R; r++ {
+				for i := int64(0); i < n; i++ {
 					s := 0.0
-					for q := int64(0); q < L.nct; q++ {
-						s += read(q*R + r)
+					for w := int64(0); w < bcastWarps; w++ {
+						sw := 0.0
+						for q := w; q < parts; q += bcastWarps {
+							sw += read(q*n + i)
+						}
+						s += sw
 					}
-					mem[3+o][r] = s
+					mem[3+o][i] = s
 				}
 			}
 		}
