@@ -344,19 +344,33 @@ __device__ __forceinline__ void bcast_gen(const T* __restrict__ dy, const T* __r
 	}
 }
 
-// bcast_gen_finish sums each kept element's chunk partials in chunk order.
+// bcast_gen_finish sums each kept element's chunk partials: as the tile
+// finish does, a block takes 32 kept elements, warp w adds the chunks w,
+// w + 8, ... in order and warp 0 adds the warps' sums in warp order.
 template <typename T>
 __device__ __forceinline__ void bcast_gen_finish(T* __restrict__ da, T* __restrict__ db, void* __restrict__ ws,
 		const BcastLayout& L) {
 	typedef typename OpMath<T>::type M;
+	__shared__ M sh[BCAST_WARPS * 32];
 	T* out = L.out ? db : da;
 	const M* part = reinterpret_cast<const M*>(reinterpret_cast<const char*>(ws) + (L.out ? L.ws_b : L.ws_a));
-	for (i64 k = global_tid(); k < L.nk; k += grid_threads()) {
+	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+	for (i64 base = (i64)blockIdx.x * 32; base < L.nk; base += (i64)gridDim.x * 32) {
+		const i64 k = base + lane;
 		M v = bcast_zero<M>();
-		for (i64 ch = 0; ch < L.nchunks; ++ch) v += part[ch * L.nk + k];
-		i64 ko[4];
-		bcast_kept_offsets(L, k, ko);
-		out[ko[3]] = from_op<T>(v);
+		if (k < L.nk)
+			for (i64 ch = warp; ch < L.nchunks; ch += BCAST_WARPS) v += part[ch * L.nk + k];
+		__syncthreads();
+		sh[warp * 32 + lane] = v;
+		__syncthreads();
+		if (warp == 0 && k < L.nk) {
+			M t = bcast_zero<M>();
+#pragma unroll
+			for (int w = 0; w < BCAST_WARPS; ++w) t += sh[w * 32 + lane];
+			i64 ko[4];
+			bcast_kept_offsets(L, k, ko);
+			out[ko[3]] = from_op<T>(t);
+		}
 	}
 }
 

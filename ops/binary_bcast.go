@@ -10,21 +10,23 @@ import (
 // Broadcasting binary backward (BinaryDesc.AShape, BShape): the plan's
 // launch geometry and the bcast family's launcher.
 //
-// Paths (gen/bcast.cuh):
-//   - tile: every tensor is contiguous and dy, with dims of size 1 dropped
-//     and neighbouring dims merged where a and b are both kept or both
-//     broadcast, is at most 2-D: [R, C]. Each operand is then dy's shape
-//     (full), a row [C] broadcast along R (its gradient sums columns), a
-//     column [R, 1] broadcast along C (it sums rows) or one element (it
-//     sums everything). Bias [N, C] + [C], x*s with a 0-d s, a row scale
-//     [N, D] * [N, 1] and outer products [N, 1] * [1, D] take it: one pass
-//     over dy for both outputs, and a small second pass over the workspace
-//     where a sum spans several tiles.
-//   - general: anything else (rank 3 and up after merging, such as
-//     [B, T, D] * [B, 1, D]; both operands [C]; strided tensors): one pass over dy per
-//     wanted output, a thread per kept element and chunk of the reduced
-//     elements, indices by division over up to 8 dims; a second pass sums
-//     the chunks where there are several.
+// Paths (gen/bcast.cuh), each a kernel per (op, dtype):
+//   - tile (bcast_bw_<op>_<dtype>_tile): every tensor is contiguous and
+//     dy, with dims of size 1 dropped and neighbouring dims merged where a
+//     and b are both kept or both broadcast, is at most 2-D: [R, C]. Each
+//     operand is then dy's shape (full), a row [C] broadcast along R (its
+//     gradient sums columns), a column [R, 1] broadcast along C (it sums
+//     rows) or one element (it sums everything), at most one of them [C].
+//     Bias [N, C] + [C], x*s with a 0-d s, a row scale [N, D] * [N, 1] and
+//     outer products [N, 1] * [1, D] take it: one pass over dy for both
+//     outputs, and a small second pass over the workspace where a sum
+//     spans several tiles.
+//   - general (bcast_bw_<op>_<dtype>_gen): anything else (rank 3 and up
+//     after merging, such as [B, T, D] * [B, 1, D]; both operands [C];
+//     strided tensors): one pass over dy per wanted output, a thread per
+//     kept element and chunk of the reduced elements, indices by division
+//     over up to 8 dims; a second pass sums the chunks where there are
+//     several.
 
 // bcastTiles is the number of tiles the tile path aims at: enough blocks
 // of 256 threads for about two waves on the largest GPUs. It depends only
@@ -358,8 +360,9 @@ func (p *BinaryBackward) runGeneral(s *driver.Stream, ts *[5]*Tensor, out int, w
 	if g.nchunks == 1 {
 		return nil
 	}
+	// A finish block sums 32 kept elements.
 	L.phase = bcastGenFinish
-	return p.launchBcast(s, p.genK, ts, ws, &L, gridCover(g.nk, p.genK.block))
+	return p.launchBcast(s, p.genK, ts, ws, &L, uint32(min((g.nk+31)/32, maxGridX)))
 }
 
 // generalDims fills L's kept and reduced dims and strides for output out:

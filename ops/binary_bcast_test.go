@@ -380,8 +380,12 @@ func bcastModel(t *testing.T, p *BinaryBackward, ts [5]*Tensor, dy, a, b []float
 			if L.nchunks > 1 {
 				for k := int64(0); k < L.nk; k++ {
 					s := 0.0
-					for ch := int64(0); ch < L.nchunks; ch++ {
-						s += ws[base+(ch*L.nk+k)*msize]
+					for w := int64(0); w < bcastWarps; w++ {
+						sw := 0.0
+						for ch := w; ch < L.nchunks; ch += bcastWarps {
+							sw += ws[base+(ch*L.nk+k)*msize]
+						}
+						s += sw
 					}
 					mem[3+out][kept(k)[3]] = s
 				}
