@@ -110,6 +110,22 @@ def binary_case(op, dt):
     return backward_of(forward(), (a, b)), elems
 
 
+# Broadcast cases: dy and a of [8192, 4096], b of [4096], [8192, 1] or 0-d
+# (named by b's shape). PyTorch's backward is the elementwise gradient, then
+# sum_to_size of b's gradient to b's shape.
+BCAST_SHAPES = {"b4096": (4096,), "b8192x1": (8192, 1), "b0d": ()}
+
+
+def bcast_case(op, dt, bname):
+    shape, bshape = (8192, 4096), BCAST_SHAPES[bname]
+    a = (torch.randn(*shape, device="cuda", dtype=dt).abs() + 0.5).requires_grad_()
+    b = (torch.randn(*bshape, device="cuda", dtype=dt).abs() + 0.5).requires_grad_()
+    out = a * b if op == "mul" else a + b
+    n, m = a.numel(), b.numel()
+    elems = 3 * n + 2 * m if op == "mul" else 2 * n + m
+    return backward_of(out, (a, b)), elems
+
+
 # The forwards, as (x, axis) -> y; reductions keep the axis as 1.
 REDUCE_FORWARD = {
     "sum": lambda x, a: x.sum(a, keepdim=True), "mean": lambda x, a: x.mean(a, keepdim=True),
@@ -164,6 +180,11 @@ def all_cases():
     for dt in ("f32", "bf16", "f16", "f64"):
         for op in BINARY:
             yield f"binary/{op}/{dt}/n{1 << 24}", op, dt, lambda op=op, dt=dt: binary_case(op, DTYPES[dt])
+    for dt in ("f32", "bf16"):
+        for op in ("mul", "add"):
+            for bname in BCAST_SHAPES:
+                yield (f"bcast/{op}/{dt}/8192x4096/{bname}", op, dt,
+                       lambda op=op, dt=dt, bname=bname: bcast_case(op, DTYPES[dt], bname))
     for dt in ("f32", "bf16"):
         for axis in (1, 0):
             for op in REDUCE:

@@ -63,49 +63,63 @@ func binaryScalar(d ops.BinaryDesc) float64 {
 	return 0
 }
 
-// BinaryForward returns y = op(a, b) elementwise.
+// binaryShapes are a's and b's shapes from a validated descriptor:
+// AShape and BShape where set, else Shape.
+func binaryShapes(desc ops.BinaryDesc) (as, bs []int) {
+	as, bs = desc.AShape, desc.BShape
+	if as == nil {
+		as = desc.Shape
+	}
+	if bs == nil {
+		bs = desc.Shape
+	}
+	return as, bs
+}
+
+// BinaryForward returns y = op(a, b) elementwise, a and b broadcast to
+// desc.Shape where AShape or BShape is set.
 func BinaryForward(desc ops.BinaryDesc, a, b []float64) ([]float64, error) {
 	if _, err := ops.NewBinaryBackward(desc); err != nil {
 		return nil, err
 	}
-	n := numel(desc.Shape)
-	a, err := operand("BinaryForward", "a", a, n, false)
+	as, bs := binaryShapes(desc)
+	a, err := operand("BinaryForward", "a", a, numel(as), false)
 	if err != nil {
 		return nil, err
 	}
-	if b, err = operand("BinaryForward", "b", b, n, false); err != nil {
+	if b, err = operand("BinaryForward", "b", b, numel(bs), false); err != nil {
 		return nil, err
 	}
 	op, s := desc.Op.String(), binaryScalar(desc)
-	y := make([]float64, n)
+	ia, ib := ref.BroadcastIndex(as, desc.Shape), ref.BroadcastIndex(bs, desc.Shape)
+	y := make([]float64, numel(desc.Shape))
 	for i := range y {
-		y[i] = ref.BinaryForward(op, a[i], b[i], s)
+		y[i] = ref.BinaryForward(op, a[ia[i]], b[ib[i]], s)
 	}
 	return y, nil
 }
 
 // BinaryBackward returns the gradients of a and b for upstream gradient
 // dy. a and b may be nil for add, sub and lerp, which do not read them.
+// With AShape or BShape set, da and db have a's and b's shapes and hold
+// the gradients summed over the dims each was broadcast along.
 func BinaryBackward(desc ops.BinaryDesc, dy, a, b []float64) (da, db []float64, err error) {
 	if _, err := ops.NewBinaryBackward(desc); err != nil {
 		return nil, nil, err
 	}
-	n := numel(desc.Shape)
+	as, bs := binaryShapes(desc)
 	op, s := desc.Op.String(), binaryScalar(desc)
 	optional := !ref.BinaryNeedsSaved(op)
-	if dy, err = operand("BinaryBackward", "dy", dy, n, false); err != nil {
+	if dy, err = operand("BinaryBackward", "dy", dy, numel(desc.Shape), false); err != nil {
 		return nil, nil, err
 	}
-	if a, err = operand("BinaryBackward", "a", a, n, optional); err != nil {
+	if a, err = operand("BinaryBackward", "a", a, numel(as), optional); err != nil {
 		return nil, nil, err
 	}
-	if b, err = operand("BinaryBackward", "b", b, n, optional); err != nil {
+	if b, err = operand("BinaryBackward", "b", b, numel(bs), optional); err != nil {
 		return nil, nil, err
 	}
-	da, db = make([]float64, n), make([]float64, n)
-	for i := range da {
-		da[i], db[i] = ref.BinaryBackward(op, dy[i], a[i], b[i], s)
-	}
+	da, db = ref.BinaryBroadcastBackward(op, desc.Shape, as, bs, dy, a, b, s)
 	return da, db, nil
 }
 

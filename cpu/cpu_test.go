@@ -1,6 +1,7 @@
 package cpu_test
 
 import (
+	"errors"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -159,5 +160,30 @@ func BenchmarkReduceBackward(b *testing.B) {
 		if _, err := cpu.ReduceBackward(desc, dy, x, y); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestBinaryBroadcast: b of [3] against dy of [2, 3] sums db over the
+// rows; a 0-d a sums da over everything; a bad BShape is the plan's error.
+func TestBinaryBroadcast(t *testing.T) {
+	desc := ops.BinaryDesc{Op: ops.BinaryMul, DType: ops.F64, Shape: []int{2, 3}, AShape: []int{}, BShape: []int{3}}
+	dy := []float64{1, 2, 3, 4, 5, 6}
+	da, db, err := cpu.BinaryBackward(desc, dy, []float64{2}, []float64{1, 10, 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(da) != 1 || da[0] != 1*1+2*10+3*100+4*1+5*10+6*100 {
+		t.Errorf("da = %v, want [975]", da)
+	}
+	if len(db) != 3 || db[0] != 2*(1+4) || db[1] != 2*(2+5) || db[2] != 2*(3+6) {
+		t.Errorf("db = %v, want [10 14 18]", db)
+	}
+	y, err := cpu.BinaryForward(desc, []float64{2}, []float64{1, 10, 100})
+	if err != nil || len(y) != 6 || y[4] != 20 {
+		t.Errorf("forward = %v, %v; want y[4] = 20", y, err)
+	}
+	desc.BShape = []int{2}
+	if _, _, err := cpu.BinaryBackward(desc, dy, []float64{2}, []float64{1, 2}); !errors.Is(err, ops.ErrShape) {
+		t.Errorf("BShape [2] against [2 3]: err %v, want ErrShape", err)
 	}
 }

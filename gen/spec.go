@@ -89,7 +89,7 @@ func ptrParam(name, ctype string) Param {
 }
 
 // families is the table. Order is the order of the generated outputs.
-var families = []*Family{&binaryFamily, &reduceFamily, &scanFamily, &lppoolFamily}
+var families = []*Family{&binaryFamily, &bcastFamily, &reduceFamily, &scanFamily, &lppoolFamily}
 
 var allDTypes = []dtype.DType{dtype.F32, dtype.F16, dtype.BF16, dtype.F64}
 

@@ -19,9 +19,27 @@ type Const struct {
 	Tunable bool
 }
 
-// consts are the shared constants, the reduce family's then the scan
-// family's.
+// consts are the shared constants: the bcast family's, the reduce
+// family's, then the scan family's.
 var consts = []Const{
+	{Name: "BCAST_FULL", GoName: "bcastFull", Value: 1,
+		Comment: "a bcast tile operand with dy's [R, C] shape"},
+	{Name: "BCAST_COL", GoName: "bcastCol", Value: 2,
+		Comment: "a bcast tile operand of shape [C], broadcast along the rows (its gradient sums columns)"},
+	{Name: "BCAST_ROW", GoName: "bcastRow", Value: 3,
+		Comment: "a bcast tile operand of shape [R, 1], broadcast along the columns (its gradient sums rows)"},
+	{Name: "BCAST_SCALAR", GoName: "bcastScalar", Value: 4,
+		Comment: "a bcast tile operand of one element (its gradient sums everything)"},
+	{Name: "BCAST_TILE", GoName: "bcastTile", Value: 0,
+		Comment: "bcast phase: the tile pass over dy as [R, C]"},
+	{Name: "BCAST_TILE_FINISH", GoName: "bcastTileFinish", Value: 1,
+		Comment: "bcast phase: sum the tile pass's partials"},
+	{Name: "BCAST_GEN", GoName: "bcastGen", Value: 2,
+		Comment: "bcast phase: the general pass for one output (kept x reduced indices)"},
+	{Name: "BCAST_GEN_FINISH", GoName: "bcastGenFinish", Value: 3,
+		Comment: "bcast phase: sum the general pass's per-chunk partials"},
+	{Name: "BCAST_WARPS", GoName: "bcastWarps", Value: 8,
+		Comment: "warps per block of the bcast kernels (256 threads)"},
 	{Name: "RED_BLOCK", GoName: "redBlock", Value: 256,
 		Comment: "threads per block of the reduce kernels"},
 	{Name: "RED_CLUSTER_BLOCKS", GoName: "redCluster", Value: redCluster,

@@ -2,6 +2,33 @@
 // The constants the CUDA sources and the Go launchers share (ops/zconsts.go).
 #pragma once
 
+// BCAST_FULL: a bcast tile operand with dy's [R, C] shape.
+#define BCAST_FULL 1
+
+// BCAST_COL: a bcast tile operand of shape [C], broadcast along the rows (its gradient sums columns).
+#define BCAST_COL 2
+
+// BCAST_ROW: a bcast tile operand of shape [R, 1], broadcast along the columns (its gradient sums rows).
+#define BCAST_ROW 3
+
+// BCAST_SCALAR: a bcast tile operand of one element (its gradient sums everything).
+#define BCAST_SCALAR 4
+
+// BCAST_TILE: bcast phase: the tile pass over dy as [R, C].
+#define BCAST_TILE 0
+
+// BCAST_TILE_FINISH: bcast phase: sum the tile pass's partials.
+#define BCAST_TILE_FINISH 1
+
+// BCAST_GEN: bcast phase: the general pass for one output (kept x reduced indices).
+#define BCAST_GEN 2
+
+// BCAST_GEN_FINISH: bcast phase: sum the general pass's per-chunk partials.
+#define BCAST_GEN_FINISH 3
+
+// BCAST_WARPS: warps per block of the bcast kernels (256 threads).
+#define BCAST_WARPS 8
+
 // RED_BLOCK: threads per block of the reduce kernels.
 #define RED_BLOCK 256
 

@@ -24,6 +24,57 @@ static_assert(offsetof(BinaryLayout, mode) == 12, "BinaryLayout::mode");
 static_assert(offsetof(BinaryLayout, dim) == 16, "BinaryLayout::dim");
 static_assert(offsetof(BinaryLayout, stride) == 80, "BinaryLayout::stride");
 
+// BcastLayout is the bcast kernels' last parameter, passed by value
+// (bcastLayout in ops/zlayouts.go).
+// The tile phases see dy as a dense [R, C] and each operand as one of the
+// BCAST_* kinds; the general phases serve one output (out) over dy's
+// dims split into the output's kept and reduced dims, strides in elements.
+struct BcastLayout {
+	i64 R, C;                     // tile: dy as [R, C]
+	i64 rows;                     // tile: rows per tile, a multiple of BCAST_WARPS
+	i64 nrt, nct;                 // tile: tiles along the rows and along the columns
+	i64 ws_a, ws_b;               // workspace byte offsets of da's and db's partials (opmath)
+	int phase;                    // BCAST_TILE, BCAST_TILE_FINISH, BCAST_GEN or BCAST_GEN_FINISH
+	int J;                        // tile: packs per lane per row (1 when an operand is BCAST_COL)
+	int kind_a, kind_b;           // tile: BCAST_FULL, BCAST_COL, BCAST_ROW or BCAST_SCALAR
+	int part_a, part_b;           // tile: 1 when that output's sums go through partials
+	int vec;                      // tile: C is a multiple of a pack and every pointer 16-byte aligned
+	int out;                      // general: 0 da, 1 db
+	i64 nk, nr;                   // general: kept and reduced elements
+	i64 chunk, nchunks;           // general: reduced elements per chunk, chunks (1: no partials)
+	int krank, rrank;             // general: kept and reduced dims in use
+	i64 kdim[BC_MAX_RANK];        // general: kept dims, outermost first
+	i64 rdim[BC_MAX_RANK];        // general: reduced dims, outermost first
+	i64 kstride[4][BC_MAX_RANK];  // general: dy, a, b, output strides of the kept dims
+	i64 rstride[3][BC_MAX_RANK];  // general: dy, a, b strides of the reduced dims
+};
+static_assert(sizeof(BcastLayout) == 704, "BcastLayout: the size gen/spec_layouts.go computes");
+static_assert(offsetof(BcastLayout, R) == 0, "BcastLayout::R");
+static_assert(offsetof(BcastLayout, C) == 8, "BcastLayout::C");
+static_assert(offsetof(BcastLayout, rows) == 16, "BcastLayout::rows");
+static_assert(offsetof(BcastLayout, nrt) == 24, "BcastLayout::nrt");
+static_assert(offsetof(BcastLayout, nct) == 32, "BcastLayout::nct");
+static_assert(offsetof(BcastLayout, ws_a) == 40, "BcastLayout::ws_a");
+static_assert(offsetof(BcastLayout, ws_b) == 48, "BcastLayout::ws_b");
+static_assert(offsetof(BcastLayout, phase) == 56, "BcastLayout::phase");
+static_assert(offsetof(BcastLayout, J) == 60, "BcastLayout::J");
+static_assert(offsetof(BcastLayout, kind_a) == 64, "BcastLayout::kind_a");
+static_assert(offsetof(BcastLayout, kind_b) == 68, "BcastLayout::kind_b");
+static_assert(offsetof(BcastLayout, part_a) == 72, "BcastLayout::part_a");
+static_assert(offsetof(BcastLayout, part_b) == 76, "BcastLayout::part_b");
+static_assert(offsetof(BcastLayout, vec) == 80, "BcastLayout::vec");
+static_assert(offsetof(BcastLayout, out) == 84, "BcastLayout::out");
+static_assert(offsetof(BcastLayout, nk) == 88, "BcastLayout::nk");
+static_assert(offsetof(BcastLayout, nr) == 96, "BcastLayout::nr");
+static_assert(offsetof(BcastLayout, chunk) == 104, "BcastLayout::chunk");
+static_assert(offsetof(BcastLayout, nchunks) == 112, "BcastLayout::nchunks");
+static_assert(offsetof(BcastLayout, krank) == 120, "BcastLayout::krank");
+static_assert(offsetof(BcastLayout, rrank) == 124, "BcastLayout::rrank");
+static_assert(offsetof(BcastLayout, kdim) == 128, "BcastLayout::kdim");
+static_assert(offsetof(BcastLayout, rdim) == 192, "BcastLayout::rdim");
+static_assert(offsetof(BcastLayout, kstride) == 256, "BcastLayout::kstride");
+static_assert(offsetof(BcastLayout, rstride) == 512, "BcastLayout::rstride");
+
 // LpPoolLayout is the lppool kernels' last parameter, passed by value
 // (lpLayout in ops/zlayouts.go).
 struct LpPoolLayout {

@@ -69,12 +69,31 @@ func (op BinaryOp) needsSaved() bool {
 	return true
 }
 
-// BinaryDesc describes a binary backward: op, dtype and the (common) shape
-// of dy, a, b, da and db.
+// BinaryDesc describes a binary backward: op, dtype, dy's shape and a's
+// and b's.
+//
+// Without AShape and BShape every operand has Shape. With them, a and b
+// (and da and db) have shapes of their own that broadcast to Shape by
+// PyTorch's rules: aligned from the last dim, each dim of the operand is
+// Shape's or 1, and missing leading dims count as 1 (a 0-d operand, shape
+// [], broadcasts to anything). dy has Shape, and da (db) receives the
+// gradient summed over the dims a (b) is broadcast along, as PyTorch's
+// autograd does with sum_to_size:
+//
+//	da[i] = sum over the dy indices j that broadcast a to i of da_j
+//
+// where da_j is the op's elementwise gradient at j (below) computed from
+// dy[j] and a's and b's broadcast values. The sums accumulate in opmath
+// (float32 for f16, bf16 and f32; float64 for f64) in a fixed order and are
+// rounded once: two Runs of one plan on one GPU give the same bits. Such
+// a plan needs a workspace (WorkspaceSize).
 type BinaryDesc struct {
 	Op    BinaryOp
 	DType dtype.DType
-	Shape []int // rank 0..8; every operand has this shape
+	Shape []int // rank 0..8: dy's shape, and every operand's unless set below
+	// AShape and BShape are a's and b's shapes (rank 0..8, broadcasting to
+	// Shape); nil means Shape. An empty non-nil slice is a 0-d operand.
+	AShape, BShape []int
 	// Alpha scales b in Add and Sub. Zero means PyTorch's default of 1.
 	Alpha float64
 	// Weight is Lerp's scalar weight w (used as given, 0 included).
@@ -83,21 +102,30 @@ type BinaryDesc struct {
 
 // BinaryArgs are the operands of one Run. A and B are the forward inputs,
 // required by every op except Add, Sub and Lerp (which ignore them). DA or DB
-// may be left zero when that gradient is not wanted, but not both. Outputs
-// must not overlap any input except by being the identical tensor.
+// may be left zero when that gradient is not wanted, but not both; the
+// other is then neither computed nor stored. Outputs must not overlap any
+// input except by being the identical tensor, and an output that sums
+// over broadcast dims must not overlap any input at all. Workspace must
+// hold WorkspaceSize() bytes, 16-byte aligned, when that is not 0; its
+// contents need no initialization.
 type BinaryArgs struct {
-	DY, A, B Tensor
-	DA, DB   Tensor
+	DY, A, B  Tensor
+	DA, DB    Tensor
+	Workspace driver.Buffer
 }
 
 // BinaryBackward is a validated plan for one binary backward op. It is
-// immutable and safe for concurrent use.
+// immutable and safe for concurrent use (concurrent Runs of a broadcasting
+// plan need separate workspaces).
 type BinaryBackward struct {
-	id     planID
-	desc   BinaryDesc
-	shape  []int
-	scalar float64
-	kernel *kernelRef
+	id             planID
+	desc           BinaryDesc
+	shape          []int
+	aShape, bShape []int // a's and b's shapes: shape without broadcasting
+	scalar         float64
+	kernel         *kernelRef // the elementwise kernel, or the tile or else the general bcast kernel
+	genK           *kernelRef // the general bcast kernel (nil without broadcasting)
+	bc             *bcastPlan // nil without broadcasting
 }
 
 const (
@@ -108,8 +136,11 @@ const (
 
 // NewBinaryBackward validates desc and returns a plan for it. The error
 // wraps ErrUnsupported for an unknown op, ErrDType for an invalid dtype,
-// ErrRank or ErrShape for a bad shape and ErrParam for an Alpha or Weight
-// that is not finite.
+// ErrRank or ErrShape for a bad shape (an AShape or BShape that does not
+// broadcast to Shape included) and ErrParam for an Alpha or Weight that is
+// not finite. A plan whose AShape and BShape are nil or equal to Shape
+// launches the binary family's elementwise kernel; any other takes the
+// bcast family's (binary_bcast.go).
 func NewBinaryBackward(desc BinaryDesc) (*BinaryBackward, error) {
 	id := planID{plan: "BinaryBackward", op: desc.Op.String(), dt: desc.DType}
 	if desc.Op < BinaryAdd || desc.Op > BinaryLerp {
@@ -121,6 +152,21 @@ func NewBinaryBackward(desc BinaryDesc) (*BinaryBackward, error) {
 	if err := id.checkShape("shape", desc.Shape, 0); err != nil {
 		return nil, err
 	}
+	shape := append([]int(nil), desc.Shape...)
+	aShape, bShape := shape, shape
+	if desc.AShape != nil {
+		if err := id.checkBroadcast("AShape", desc.AShape, desc.Shape); err != nil {
+			return nil, err
+		}
+		aShape = append([]int{}, desc.AShape...)
+	}
+	if desc.BShape != nil {
+		if err := id.checkBroadcast("BShape", desc.BShape, desc.Shape); err != nil {
+			return nil, err
+		}
+		bShape = append([]int{}, desc.BShape...)
+	}
+	broadcast := !shapeEqual(aShape, shape) || !shapeEqual(bShape, shape)
 	scalar := desc.Alpha
 	switch desc.Op {
 	case BinaryAdd, BinarySub:
@@ -133,32 +179,74 @@ func NewBinaryBackward(desc BinaryDesc) (*BinaryBackward, error) {
 	if math.IsNaN(scalar) || math.IsInf(scalar, 0) {
 		return nil, id.errorf(ErrParam, "scalar (alpha or weight) %v must be finite", scalar)
 	}
+	p := &BinaryBackward{id: id, desc: desc, shape: shape, aShape: aShape, bShape: bShape, scalar: scalar}
+	p.desc.Shape = p.shape
+	p.desc.AShape, p.desc.BShape = nil, nil
+	if broadcast {
+		p.desc.AShape, p.desc.BShape = aShape, bShape
+		p.bc = newBcastPlan(desc.DType, shape, aShape, bShape)
+		// The general kernel serves every pattern (and strided tensors of
+		// a tile pattern); the tile kernel only tile patterns.
+		gen, ok := lookupKernel("bcast", desc.Op.String(), desc.DType, "gen")
+		tile, ok2 := lookupKernel("bcast", desc.Op.String(), desc.DType, "tile")
+		if !ok || !ok2 {
+			return nil, id.errorf(ErrUnsupported, "no broadcasting kernel for %s %s", desc.Op, desc.DType)
+		}
+		p.genK = newKernelRef("bcast", gen)
+		p.kernel = p.genK
+		if p.bc.tileOK {
+			p.kernel = newKernelRef("bcast", tile)
+		}
+		return p, nil
+	}
 	name, ok := lookupKernel("binary", desc.Op.String(), desc.DType, "")
 	if !ok {
 		return nil, id.errorf(ErrUnsupported, "no kernel for %s %s", desc.Op, desc.DType)
 	}
-	p := &BinaryBackward{id: id, desc: desc, shape: append([]int(nil), desc.Shape...), scalar: scalar,
-		kernel: newKernelRef("binary", name)}
-	p.desc.Shape = p.shape
+	p.kernel = newKernelRef("binary", name)
 	return p, nil
 }
 
-// Kernel identifies the kernel the plan launches.
+// Kernel identifies the kernel the plan launches: a broadcasting plan's
+// tile kernel where its shapes allow one (its general kernel serves
+// strided tensors), else its general kernel.
 func (p *BinaryBackward) Kernel() KernelInfo {
-	return KernelInfo{Name: p.kernel.name, Family: "binary", Op: p.id.op, DType: p.desc.DType, Backend: backend}
+	family := "binary"
+	if p.bc != nil {
+		family = "bcast"
+	}
+	return KernelInfo{Name: p.kernel.name, Family: family, Op: p.id.op, DType: p.desc.DType, Backend: backend}
 }
 
 // Precision reports the plan's numerical guarantees: elementwise math in
-// opmath, rounded once; nothing accumulates.
-func (p *BinaryBackward) Precision() Precision { return precisionFor(p.desc.DType, false) }
+// opmath, rounded once; a broadcasting plan's sums accumulate in opmath in
+// a fixed order.
+func (p *BinaryBackward) Precision() Precision { return precisionFor(p.desc.DType, p.bc != nil) }
 
-// WorkspaceSize is 0: the op needs no scratch memory.
-func (p *BinaryBackward) WorkspaceSize() int64 { return 0 }
+// WorkspaceSize returns the bytes of scratch memory Run needs in
+// BinaryArgs.Workspace: 0 without broadcasting; with it, room for the
+// partial sums of gradients whose sums span several blocks (0 when
+// none does).
+func (p *BinaryBackward) WorkspaceSize() int64 {
+	if p.bc == nil {
+		return 0
+	}
+	return p.bc.wsBytes
+}
 
-// Desc returns the plan's descriptor.
+// Broadcasting reports whether the plan has operands of their own shapes
+// (AShape or BShape differ from Shape).
+func (p *BinaryBackward) Broadcasting() bool { return p.bc != nil }
+
+// Desc returns the plan's descriptor. AShape and BShape are nil without
+// broadcasting and both set with it.
 func (p *BinaryBackward) Desc() BinaryDesc {
 	d := p.desc
 	d.Shape = append([]int(nil), p.shape...)
+	if p.bc != nil {
+		d.AShape = append([]int{}, p.aShape...)
+		d.BShape = append([]int{}, p.bShape...)
+	}
 	return d
 }
 
@@ -169,10 +257,10 @@ func (p *BinaryBackward) Check(a *BinaryArgs) error {
 		return err
 	}
 	if p.desc.Op.needsSaved() {
-		if err := id.checkTensor("a", &a.A, roleSaved, dt, p.shape); err != nil {
+		if err := id.checkTensor("a", &a.A, roleSaved, dt, p.aShape); err != nil {
 			return err
 		}
-		if err := id.checkTensor("b", &a.B, roleSaved, dt, p.shape); err != nil {
+		if err := id.checkTensor("b", &a.B, roleSaved, dt, p.bShape); err != nil {
 			return err
 		}
 	}
@@ -180,13 +268,25 @@ func (p *BinaryBackward) Check(a *BinaryArgs) error {
 		return id.errorf(ErrMissing, "neither da nor db is given; at least one output is required")
 	}
 	if a.DA.Present() {
-		if err := id.checkTensor("da", &a.DA, roleOutput, dt, p.shape); err != nil {
+		if err := id.checkTensor("da", &a.DA, roleOutput, dt, p.aShape); err != nil {
 			return err
 		}
 	}
 	if a.DB.Present() {
-		if err := id.checkTensor("db", &a.DB, roleOutput, dt, p.shape); err != nil {
+		if err := id.checkTensor("db", &a.DB, roleOutput, dt, p.bShape); err != nil {
 			return err
+		}
+	}
+	if ws := p.WorkspaceSize(); ws > 0 {
+		w := a.Workspace
+		if w.Addr == 0 {
+			return id.errorf(ErrMissing, "workspace is required: WorkspaceSize() is %d bytes", ws)
+		}
+		if w.Size < ws {
+			return id.errorf(ErrBufferTooSmall, "workspace needs %d bytes (WorkspaceSize) but has %d", ws, w.Size)
+		}
+		if w.Addr%16 != 0 {
+			return id.errorf(ErrLayout, "workspace address %#x is not 16-byte aligned", uintptr(w.Addr))
 		}
 	}
 	return nil
@@ -206,6 +306,9 @@ func (p *BinaryBackward) Run(s *driver.Stream, a *BinaryArgs) error {
 	}
 	if err := p.Check(a); err != nil {
 		return err
+	}
+	if p.bc != nil {
+		return p.runBroadcast(s, a)
 	}
 	if numel(p.shape) == 0 {
 		return nil

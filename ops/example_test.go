@@ -32,6 +32,23 @@ func ExampleNewBinaryBackward() {
 	// ops: BinaryBackward(mul, f32): b shape [3 2] must equal [2 3]: shape mismatch
 }
 
+// A broadcasting plan takes a's and b's own shapes: here a bias b of [3]
+// added to rows of [2, 3], whose gradient sums dy's rows. Its sums need a
+// workspace; a shape that does not broadcast is an ErrShape.
+func ExampleNewBinaryBackward_broadcast() {
+	plan, err := ops.NewBinaryBackward(ops.BinaryDesc{Op: ops.BinaryAdd, DType: ops.F32, Shape: []int{2, 3},
+		AShape: []int{2, 3}, BShape: []int{3}})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(plan.Kernel().Name, plan.Broadcasting(), plan.Precision().Accumulator)
+	_, err = ops.NewBinaryBackward(ops.BinaryDesc{Op: ops.BinaryAdd, DType: ops.F32, Shape: []int{2, 3}, BShape: []int{2}})
+	fmt.Println(err)
+	// Output:
+	// bcast_bw_add_f32_tile true f32
+	// ops: BinaryBackward(add, f32): BShape [2] does not broadcast to Shape [2 3]: dim 0 is 2, must be 1 or 3: shape mismatch
+}
+
 // Reductions take dy and y with the reduced axis kept as 1 or removed
 // (PyTorch's keepdim=True and keepdim=False); both name the same memory.
 func ExampleNewReduceBackward() {

@@ -105,6 +105,24 @@ func graphCases(e *graphEnv) []*graphCase {
 			[]graphBuf{bdy, ba, bb}, []graphBuf{bda, bdb}})
 	}
 	{
+		// The tile pass and its finish pass over the workspace.
+		p, err := NewBinaryBackward(BinaryDesc{Op: BinaryMul, DType: dtype.BF16, Shape: []int{4096, 96}, BShape: []int{96}})
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if p.WorkspaceSize() == 0 {
+			e.t.Fatal("a column sum over 4096 rows should take partials in a workspace")
+		}
+		dy, bdy := e.tensor(dtype.BF16, 4096, 96)
+		a, ba := e.tensor(dtype.BF16, 4096, 96)
+		b, bb := e.tensor(dtype.BF16, 96)
+		da, bda := e.tensor(dtype.BF16, 4096, 96)
+		db, bdb := e.tensor(dtype.BF16, 96)
+		args := &BinaryArgs{DY: dy, A: a, B: b, DA: da, DB: db, Workspace: e.workspace(p.WorkspaceSize())}
+		cs = append(cs, &graphCase{"bcast mul bf16 [4096 96]x[96]", p, func(s *driver.Stream) error { return p.Run(s, args) },
+			[]graphBuf{bdy, ba, bb}, []graphBuf{bda, bdb}})
+	}
+	{
 		p, err := NewReduceBackward(ReduceDesc{Op: ReduceVar, DType: dtype.F32, Shape: []int{8192, 64}, Axis: 0, Correction: 1})
 		if err != nil {
 			e.t.Fatal(err)

@@ -110,3 +110,59 @@ func BenchmarkRunHost(b *testing.B) {
 		b.Fatal(err)
 	}
 }
+
+// TestBroadcastRunZeroAllocs: a warm Run of a broadcasting plan (the tile
+// pass and its finish, or the general pass per output) allocates nothing
+// on the Go heap either.
+func TestBroadcastRunZeroAllocs(t *testing.T) {
+	env, err := conform.NewEnv(0)
+	if err != nil {
+		t.Fatalf("GPU environment: %v", err)
+	}
+	t.Cleanup(func() { env.Close() })
+	for _, bshape := range [][]int{{256}, {4, 1, 256}} {
+		shape := []int{4, 512, 256}
+		plan, err := ops.NewBinaryBackward(ops.BinaryDesc{Op: ops.BinaryMul, DType: dtype.F32, Shape: shape, BShape: bshape})
+		if err != nil {
+			t.Fatal(err)
+		}
+		alloc := func(n int64) driver.Buffer {
+			buf, err := env.Ctx.Alloc(max(n, 16))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { env.Ctx.Free(buf) })
+			if err := env.Ctx.Memset32(buf, 0x3f800000); err != nil {
+				t.Fatal(err)
+			}
+			return buf
+		}
+		full, own := int64(4*512*256*4), int64(1)
+		for _, d := range bshape {
+			own *= int64(d)
+		}
+		args := &ops.BinaryArgs{
+			DY: ops.NewTensor(alloc(full), dtype.F32, shape...), A: ops.NewTensor(alloc(full), dtype.F32, shape...),
+			B: ops.NewTensor(alloc(own*4), dtype.F32, bshape...), DA: ops.NewTensor(alloc(full), dtype.F32, shape...),
+			DB: ops.NewTensor(alloc(own*4), dtype.F32, bshape...), Workspace: alloc(plan.WorkspaceSize()),
+		}
+		if err := plan.Run(env.Stream, args); err != nil {
+			t.Fatal(err)
+		}
+		var runErr error
+		allocs := testing.AllocsPerRun(100, func() {
+			if err := plan.Run(env.Stream, args); err != nil {
+				runErr = err
+			}
+		})
+		if runErr != nil {
+			t.Fatal(runErr)
+		}
+		if err := env.Stream.Synchronize(); err != nil {
+			t.Fatal(err)
+		}
+		if allocs != 0 {
+			t.Errorf("%s b%v: %.1f allocations per warm Run, want 0", plan.Kernel().Name, bshape, allocs)
+		}
+	}
+}

@@ -22,7 +22,12 @@ type Plan interface {
 	kernelRefs() []*kernelRef
 }
 
-func (p *BinaryBackward) kernelRefs() []*kernelRef { return []*kernelRef{p.kernel} }
+func (p *BinaryBackward) kernelRefs() []*kernelRef {
+	if p.genK != nil && p.genK != p.kernel {
+		return []*kernelRef{p.kernel, p.genK}
+	}
+	return []*kernelRef{p.kernel}
+}
 
 func (p *ReduceBackward) kernelRefs() []*kernelRef {
 	return nonNil(p.rowK, p.colK, p.stats, p.apply, p.oneK, p.cluK, p.flatK, p.fixK, p.stripK, p.stripcK)

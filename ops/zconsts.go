@@ -4,6 +4,33 @@ package ops
 
 // The constants the launchers share with the CUDA sources (gen/zconsts.cuh).
 const (
+	// bcastFull is BCAST_FULL: a bcast tile operand with dy's [R, C] shape.
+	bcastFull = 1
+
+	// bcastCol is BCAST_COL: a bcast tile operand of shape [C], broadcast along the rows (its gradient sums columns).
+	bcastCol = 2
+
+	// bcastRow is BCAST_ROW: a bcast tile operand of shape [R, 1], broadcast along the columns (its gradient sums rows).
+	bcastRow = 3
+
+	// bcastScalar is BCAST_SCALAR: a bcast tile operand of one element (its gradient sums everything).
+	bcastScalar = 4
+
+	// bcastTile is BCAST_TILE: bcast phase: the tile pass over dy as [R, C].
+	bcastTile = 0
+
+	// bcastTileFinish is BCAST_TILE_FINISH: bcast phase: sum the tile pass's partials.
+	bcastTileFinish = 1
+
+	// bcastGen is BCAST_GEN: bcast phase: the general pass for one output (kept x reduced indices).
+	bcastGen = 2
+
+	// bcastGenFinish is BCAST_GEN_FINISH: bcast phase: sum the general pass's per-chunk partials.
+	bcastGenFinish = 3
+
+	// bcastWarps is BCAST_WARPS: warps per block of the bcast kernels (256 threads).
+	bcastWarps = 8
+
 	// redBlock is RED_BLOCK: threads per block of the reduce kernels.
 	redBlock = 256
 

@@ -85,7 +85,7 @@ var coldLpPool = []struct {
 // coldCase is one plan of the cold-start benchmark.
 type coldCase struct {
 	name   string
-	family string // the kernel family: binary, reduce, scan or lppool
+	family string // the kernel family: binary, bcast, reduce, scan or lppool
 	op     string
 	dt     dtype.DType
 	setup  func(b *benchEnv) (run func() error, err error)
@@ -110,6 +110,13 @@ func coldstartCases() []coldCase {
 		}
 	}
 	shape := []int{coldRows, coldCols}
+	for _, op := range ops.BinaryOps() {
+		for _, dt := range dtype.All {
+			add("bcast", op.String(), dt, fmt.Sprintf("%dx%d/b%d", coldRows, coldCols, coldCols), func(b *benchEnv) (func() error, error) {
+				return setupBroadcast(b, op, dt, shape, []int{coldCols})
+			})
+		}
+	}
 	for _, op := range ops.ReduceOps() {
 		for _, dt := range dtype.All {
 			for _, axis := range []int{1, 0} {

@@ -48,7 +48,7 @@ func TestColdstartCasesCoverKernels(t *testing.T) {
 			t.Errorf("%s: %d cases, want %d", key, n, wantN)
 		}
 	}
-	if n, want := len(cases), 4*(len(ops.BinaryOps())+2*len(ops.ReduceOps())+2*len(ops.ScanOps())+len(coldLpPool)); n != want {
+	if n, want := len(cases), 4*(2*len(ops.BinaryOps())+2*len(ops.ReduceOps())+2*len(ops.ScanOps())+len(coldLpPool)); n != want {
 		t.Errorf("%d cases, want %d", n, want)
 	}
 	if len(dtype.All) != 4 {

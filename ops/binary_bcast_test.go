@@ -1,0 +1,598 @@
+package ops
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/baracuda-go/baracuda/driver"
+	"github.com/baracuda-go/baracuda/dtype"
+	"github.com/baracuda-go/baracuda/internal/ref"
+)
+
+func init() {
+	abiPackers["bcast"] = func(a *driver.Args) {
+		(&BinaryBackward{}).packBcast(a, &[5]*Tensor{}, 0, &bcastLayout{})
+	}
+}
+
+func TestBinaryBroadcastErrors(t *testing.T) {
+	cases := []struct {
+		name string
+		desc BinaryDesc
+		want error
+		msg  string
+	}{
+		{"a dim", BinaryDesc{Op: BinaryMul, DType: dtype.F32, Shape: []int{4, 5}, AShape: []int{3}}, ErrShape,
+			"AShape [3] does not broadcast to Shape [4 5]: dim 0 is 3, must be 1 or 5"},
+		{"b dim", BinaryDesc{Op: BinaryMul, DType: dtype.F32, Shape: []int{4, 5}, BShape: []int{2, 5}}, ErrShape,
+			"BShape [2 5] does not broadcast to Shape [4 5]: dim 0 is 2, must be 1 or 4"},
+		{"b rank", BinaryDesc{Op: BinaryAdd, DType: dtype.F16, Shape: []int{5}, BShape: []int{1, 5}}, ErrShape,
+			"BShape [1 5] has rank 2, more than Shape [5] (rank 1)"},
+		{"a negative", BinaryDesc{Op: BinaryAdd, DType: dtype.F16, Shape: []int{5}, AShape: []int{-1}}, ErrShape,
+			"AShape dim 0 is -1"},
+		{"a rank 9", BinaryDesc{Op: BinaryAdd, DType: dtype.F16, Shape: []int{5}, AShape: make([]int, 9)}, ErrRank,
+			"AShape rank 9"},
+		{"zero against 3", BinaryDesc{Op: BinaryDiv, DType: dtype.F64, Shape: []int{3}, AShape: []int{0}}, ErrShape,
+			"dim 0 is 0, must be 1 or 3"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := NewBinaryBackward(c.desc)
+			wantPlanError(t, err, c.want, "BinaryBackward", c.msg)
+		})
+	}
+}
+
+func TestBinaryBroadcastPlan(t *testing.T) {
+	// Shapes equal to Shape keep the elementwise kernel and no workspace.
+	p, err := NewBinaryBackward(BinaryDesc{Op: BinaryMul, DType: dtype.F32, Shape: []int{4, 5}, AShape: []int{4, 5}, BShape: []int{4, 5}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Broadcasting() || p.Kernel().Name != "binary_bw_mul_f32" || p.WorkspaceSize() != 0 || p.Desc().AShape != nil {
+		t.Errorf("equal shapes: broadcasting %v, kernel %s, workspace %d, desc %+v", p.Broadcasting(), p.Kernel().Name,
+			p.WorkspaceSize(), p.Desc())
+	}
+	p, err = NewBinaryBackward(BinaryDesc{Op: BinaryMul, DType: dtype.BF16, Shape: []int{8192, 4096}, BShape: []int{4096}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k := p.Kernel(); k.Name != "bcast_bw_mul_bf16_tile" || k.Family != "bcast" {
+		t.Errorf("Kernel() = %+v", k)
+	}
+	if pr := p.Precision(); pr.Accumulator != "f32" || !pr.Deterministic || !pr.BitStable {
+		t.Errorf("Precision() = %+v", pr)
+	}
+	d := p.Desc()
+	if fmt.Sprint(d.AShape, d.BShape) != "[8192 4096] [4096]" {
+		t.Errorf("Desc() shapes %v %v", d.AShape, d.BShape)
+	}
+	// bf16 packs are 8 columns, a lane's one pack: 16 column tiles, 128
+	// row tiles of 64 rows; db's column sums go through 128 partials each.
+	L := p.bc.tile
+	if !p.bc.tileOK || L.r != 8192 || L.c != 4096 || L.j != 1 || L.nct != 16 || L.nrt != 128 || L.rows != 64 ||
+		L.kindA != bcastFull || L.kindB != bcastCol || L.partA != 0 || L.partB != 1 {
+		t.Errorf("tile layout %+v", L)
+	}
+	if want := int64(128 * 4096 * 4); p.WorkspaceSize() != want {
+		t.Errorf("WorkspaceSize() = %d, want %d", p.WorkspaceSize(), want)
+	}
+	// A row sum: a warp takes a whole row, so no partials (the workspace
+	// is the general path's, for strided tensors).
+	p, _ = NewBinaryBackward(BinaryDesc{Op: BinaryAdd, DType: dtype.F32, Shape: []int{8192, 4096}, BShape: []int{8192, 1}})
+	if L := p.bc.tile; L.kindB != bcastRow || L.nct != 1 || L.j != 32 || L.partB != 0 || p.bc.tileWS != 0 {
+		t.Errorf("row sum: layout %+v, tile workspace %d", L, p.bc.tileWS)
+	}
+	// A 0-d b: partials per tile.
+	p, _ = NewBinaryBackward(BinaryDesc{Op: BinaryMul, DType: dtype.F32, Shape: []int{8192, 4096}, BShape: []int{}})
+	if L := p.bc.tile; L.kindB != bcastScalar || L.partB != 1 || L.nrt*L.nct < bcastTiles/2 {
+		t.Errorf("0-d b: layout %+v", L)
+	}
+	// [B, T, D] * [B, 1, D] takes the general path.
+	p, _ = NewBinaryBackward(BinaryDesc{Op: BinaryMul, DType: dtype.F32, Shape: []int{8, 128, 64}, BShape: []int{8, 1, 64}})
+	if p.bc.tileOK || p.bc.gen[1].nk != 8*64 || p.bc.gen[1].nr != 128 || p.bc.gen[0].nr != 1 {
+		t.Errorf("[B,T,D]x[B,1,D]: tile %v, general %+v", p.bc.tileOK, p.bc.gen)
+	}
+	if k := p.Kernel().Name; k != "bcast_bw_mul_f32_gen" || len(p.kernelRefs()) != 1 {
+		t.Errorf("[B,T,D]x[B,1,D]: kernel %s, %d kernels to warm", k, len(p.kernelRefs()))
+	}
+	// A tile plan warms its general kernel too (strided tensors take it).
+	p, _ = NewBinaryBackward(BinaryDesc{Op: BinaryMul, DType: dtype.F32, Shape: []int{8, 64}, BShape: []int{64}})
+	if ks := p.kernelRefs(); len(ks) != 2 || ks[0].name != "bcast_bw_mul_f32_tile" || ks[1].name != "bcast_bw_mul_f32_gen" {
+		t.Errorf("tile plan warms %v", ks)
+	}
+}
+
+// TestBroadcastCheck: operands are checked against their own shapes, and
+// the workspace against WorkspaceSize.
+func TestBroadcastCheck(t *testing.T) {
+	p, err := NewBinaryBackward(BinaryDesc{Op: BinaryMul, DType: dtype.F32, Shape: []int{300, 64}, BShape: []int{64}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := p.WorkspaceSize()
+	if ws == 0 {
+		t.Fatal("no workspace for a column sum over 300 rows")
+	}
+	ok := func() BinaryArgs {
+		return BinaryArgs{DY: fakeTensor(dtype.F32, 300, 64), A: fakeTensor(dtype.F32, 300, 64), B: fakeTensor(dtype.F32, 64),
+			DA: fakeTensor(dtype.F32, 300, 64), DB: fakeTensor(dtype.F32, 64),
+			Workspace: driver.Buffer{Addr: 0x200000, Size: ws}}
+	}
+	a := ok()
+	if err := p.Check(&a); err != nil {
+		t.Fatalf("valid args: %v", err)
+	}
+	cases := []struct {
+		name   string
+		mutate func(*BinaryArgs)
+		want   error
+		msg    string
+	}{
+		{"b full", func(a *BinaryArgs) { a.B = fakeTensor(dtype.F32, 300, 64) }, ErrShape, "b shape [300 64] must equal [64]"},
+		{"db full", func(a *BinaryArgs) { a.DB = fakeTensor(dtype.F32, 300, 64) }, ErrShape, "db shape [300 64] must equal [64]"},
+		{"no workspace", func(a *BinaryArgs) { a.Workspace = driver.Buffer{} }, ErrMissing, "workspace is required"},
+		{"small workspace", func(a *BinaryArgs) { a.Workspace.Size = ws - 1 }, ErrBufferTooSmall, "workspace needs"},
+		{"odd workspace", func(a *BinaryArgs) { a.Workspace.Addr += 8 }, ErrLayout, "16-byte aligned"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			a := ok()
+			c.mutate(&a)
+			wantPlanError(t, p.Check(&a), c.want, "BinaryBackward", c.msg)
+		})
+	}
+}
+
+// bcastModel runs the bcast kernels' index arithmetic on the CPU (a
+// model of gen/bcast.cuh, the tile or general phases as Run picks them,
+// with mul's math in float64) over memories laid out as the tensors say,
+// and returns da and db in their shapes' row-major order.
+func bcastModel(t *testing.T, p *BinaryBackward, ts [5]*Tensor, dy, a, b []float64) (da, db []float64) {
+	mem := [5][]float64{}
+	vals := [3][]float64{dy, a, b}
+	for i, tp := range ts {
+		if tp == nil {
+			continue
+		}
+		span := int64(1)
+		for d := range tp.Shape {
+			span += int64(tp.Shape[d]-1) * tp.strideOf(d)
+		}
+		if numel(tp.Shape) == 0 {
+			span = 0
+		}
+		mem[i] = make([]float64, span)
+		for j := range mem[i] {
+			mem[i][j] = math.NaN()
+		}
+		if i < 3 {
+			for j, off := range offsetsOf(tp) {
+				mem[i][off] = vals[i][j]
+			}
+		}
+	}
+	apply := func(g, av, bv float64) (float64, float64) { return g * bv, g * av }
+	ws := map[int64]float64{} // byte offset -> partial
+	put := func(off int64, v float64) {
+		if _, dup := ws[off]; dup {
+			t.Fatalf("workspace byte %d written twice", off)
+		}
+		ws[off] = v
+	}
+	msize := int64(8)
+	if p.desc.DType.OpMath() == "f32" {
+		msize = 4
+	}
+	contiguous := true
+	for _, tp := range ts {
+		if tp != nil && !tp.isContiguous() {
+			contiguous = false
+		}
+	}
+	if p.bc.tileOK && contiguous {
+		L := p.bc.tile
+		N := int64(16 / p.desc.DType.Size())
+		R, C := L.r, L.c
+		idx := func(kind int32, r, c int64) int64 {
+			switch kind {
+			case bcastFull:
+				return r*C + c
+			case bcastCol:
+				return c
+			case bcastRow:
+				return r
+			}
+			return 0
+		}
+		for tile := int64(0); tile < L.nrt*L.nct; tile++ {
+			rt, ct := tile/L.nct, tile%L.nct
+			r0, r1 := rt*L.rows, min(R, rt*L.rows+L.rows)
+			cbase := ct * int64(L.j) * 32 * N
+			var col [2][bcastWarps][32][16]float64
+			var all [2]float64
+			for w := int64(0); w < bcastWarps; w++ {
+				for r := r0 + w; r < r1; r += bcastWarps {
+					var row [2]float64
+					for lane := int64(0); lane < 32; lane++ {
+						for jp := int64(0); jp < int64(L.j); jp++ {
+							c := cbase + (jp*32+lane)*N
+							if c >= C {
+								break
+							}
+							for j := int64(0); j < N && c+j < C; j++ {
+								ga, gb := apply(mem[0][r*C+c+j], mem[1][idx(L.kindA, r, c+j)], mem[2][idx(L.kindB, r, c+j)])
+								for o, g := range [2]float64{ga, gb} {
+									if ts[3+o] == nil {
+										continue
+									}
+									switch [2]int32{L.kindA, L.kindB}[o] {
+									case bcastFull:
+										mem[3+o][r*C+c+j] = g
+									case bcastCol:
+										if jp != 0 {
+											t.Fatalf("a column sum with J = %d", L.j)
+										}
+										col[o][w][lane][j] += g
+									case bcastRow:
+										row[o] += g
+									default:
+										all[o] += g
+									}
+								}
+							}
+						}
+					}
+					for o, part := range [2]int32{L.partA, L.partB} {
+						if ts[3+o] != nil && [2]int32{L.kindA, L.kindB}[o] == bcastRow {
+							if part != 0 {
+								put([2]int64{L.wsA, L.wsB}[o]+(ct*R+r)*msize, row[o])
+							} else {
+								mem[3+o][r] = row[o]
+							}
+						}
+					}
+				}
+			}
+			for o, part := range [2]int32{L.partA, L.partB} {
+				kind := [2]int32{L.kindA, L.kindB}[o]
+				base := [2]int64{L.wsA, L.wsB}[o]
+				if ts[3+o] == nil {
+					continue
+				}
+				if kind == bcastScalar {
+					if part != 0 {
+						put(base+tile*msize, all[o])
+					} else {
+						mem[3+o][0] = all[o]
+					}
+				}
+				if kind == bcastCol {
+					for c := int64(0); c < 32*N; c++ {
+						s := 0.0
+						for w := 0; w < bcastWarps; w++ {
+							s += col[o][w][c/N][c%N]
+						}
+						if cbase+c < C {
+							if part != 0 {
+								put(base+(rt*C+cbase+c)*msize, s)
+							} else {
+								mem[3+o][cbase+c] = s
+							}
+						}
+					}
+				}
+			}
+		}
+		for o, part := range [2]int32{L.partA, L.partB} {
+			if ts[3+o] == nil || part == 0 {
+				continue
+			}
+			base := [2]int64{L.wsA, L.wsB}[o]
+			read := func(i int64) float64 {
+				off := base + i*msize
+				if off+msize > p.WorkspaceSize() {
+					t.Fatalf("partial %d at byte %d is past the workspace (%d bytes)", i, off, p.WorkspaceSize())
+				}
+				v, ok := ws[off]
+				if !ok {
+					t.Fatalf("partial %d at byte %d was never written", i, off)
+				}
+				return v
+			}
+			switch [2]int32{L.kindA, L.kindB}[o] {
+			case bcastScalar:
+				s := 0.0
+				for i := int64(0); i < L.nrt*L.nct; i++ {
+					s += read(i)
+				}
+				mem[3+o][0] = s
+			default:
+				// Warp w sums the partials w, w + 8, ..., then the warps'
+				// sums are added in warp order.
+				n, parts := C, L.nrt
+				if [2]int32{L.kindA, L.kindB}[o] == bcastRow {
+					n, parts = R, L.nct
+				}
+				for i := int64(0); i < n; i++ {
+					s := 0.0
+					for w := int64(0); w < bcastWarps; w++ {
+						sw := 0.0
+						for q := w; q < parts; q += bcastWarps {
+							sw += read(q*n + i)
+						}
+						s += sw
+					}
+					mem[3+o][i] = s
+				}
+			}
+		}
+	} else {
+		for out := 0; out < 2; out++ {
+			if ts[3+out] == nil || p.bc.gen[out].nk == 0 {
+				continue
+			}
+			var L bcastLayout
+			g := p.bc.gen[out]
+			L.nk, L.nr, L.chunk, L.nchunks = g.nk, g.nr, g.chunk, g.nchunks
+			L.wsB = p.bc.genOffB
+			p.generalDims(&ts, out, &L)
+			base := [2]int64{0, L.wsB}[out]
+			kept := func(k int64) (o [4]int64) {
+				for d := int(L.krank) - 1; d >= 0; d-- {
+					i := k % L.kdim[d]
+					k /= L.kdim[d]
+					for u := 0; u < 4; u++ {
+						o[u] += i * L.kstride[u][d]
+					}
+				}
+				return o
+			}
+			for item := int64(0); item < L.nk*L.nchunks; item++ {
+				ch, k := item/L.nk, item%L.nk
+				ko := kept(k)
+				s := 0.0
+				for r := ch * L.chunk; r < min(L.nr, ch*L.chunk+L.chunk); r++ {
+					var ro [3]int64
+					rem := r
+					for d := int(L.rrank) - 1; d >= 0; d-- {
+						i := rem % L.rdim[d]
+						rem /= L.rdim[d]
+						for u := 0; u < 3; u++ {
+							ro[u] += i * L.rstride[u][d]
+						}
+					}
+					ga, gb := apply(mem[0][ko[0]+ro[0]], mem[1][ko[1]+ro[1]], mem[2][ko[2]+ro[2]])
+					s += [2]float64{ga, gb}[out]
+				}
+				if L.nchunks == 1 {
+					mem[3+out][ko[3]] = s
+				} else {
+					off := base + (ch*L.nk+k)*msize
+					if off+msize > p.WorkspaceSize() {
+						t.Fatalf("general partial at byte %d past the workspace (%d)", off, p.WorkspaceSize())
+					}
+					put(off, s)
+				}
+			}
+			if L.nchunks > 1 {
+				for k := int64(0); k < L.nk; k++ {
+					s := 0.0
+					for w := int64(0); w < bcastWarps; w++ {
+						sw := 0.0
+						for ch := w; ch < L.nchunks; ch += bcastWarps {
+							sw += ws[base+(ch*L.nk+k)*msize]
+						}
+						s += sw
+					}
+					mem[3+out][kept(k)[3]] = s
+				}
+			}
+		}
+	}
+	var res [2][]float64
+	for o := 0; o < 2; o++ {
+		if ts[3+o] == nil {
+			continue
+		}
+		for _, off := range offsetsOf(ts[3+o]) {
+			res[o] = append(res[o], mem[3+o][off])
+		}
+	}
+	return res[0], res[1]
+}
+
+// offsetsOf lists a tensor's element offsets in row-major index order.
+func offsetsOf(tp *Tensor) []int64 {
+	n := numel(tp.Shape)
+	offs := make([]int64, n)
+	for i := int64(0); i < n; i++ {
+		rem, off := i, int64(0)
+		for d := len(tp.Shape) - 1; d >= 0; d-- {
+			off += rem % int64(tp.Shape[d]) * tp.strideOf(d)
+			rem /= int64(tp.Shape[d])
+		}
+		offs[i] = off
+	}
+	return offs
+}
+
+// transposedStrides are the strides of shape stored first dim fastest.
+func transposedStrides(shape []int) []int {
+	st := make([]int, len(shape))
+	s := 1
+	for d := range shape {
+		st[d] = s
+		s *= shape[d]
+	}
+	return st
+}
+
+// checkBcastModel compares the model's da and db with the reference for
+// one pattern, contiguous and (strided) transposed.
+func checkBcastModel(t *testing.T, dt dtype.DType, shape, as, bs []int, noDA, noDB bool, rng *rand.Rand) {
+	t.Helper()
+	p, err := NewBinaryBackward(BinaryDesc{Op: BinaryMul, DType: dt, Shape: shape, AShape: as, BShape: bs})
+	if err != nil {
+		t.Fatalf("%v a%v b%v: %v", shape, as, bs, err)
+	}
+	if !p.Broadcasting() {
+		return
+	}
+	vals := [3][]float64{}
+	for i, s := range [3][]int{shape, as, bs} {
+		vals[i] = make([]float64, numel(s))
+		for j := range vals[i] {
+			vals[i][j] = float64(rng.IntN(17) - 8)
+		}
+	}
+	wantA, wantB := ref.BinaryBroadcastBackward("mul", shape, as, bs, vals[0], vals[1], vals[2], 0)
+	for _, transposed := range []bool{false, true} {
+		var ts [5]*Tensor
+		for i, s := range [5][]int{shape, as, bs, as, bs} {
+			if (i == 3 && noDA) || (i == 4 && noDB) {
+				continue
+			}
+			tt := Tensor{DType: dt, Shape: s}
+			if transposed {
+				tt.Strides = transposedStrides(s)
+			}
+			ts[i] = &tt
+		}
+		da, db := bcastModel(t, p, ts, vals[0], vals[1], vals[2])
+		for o, pair := range [2][2][]float64{{da, wantA}, {db, wantB}} {
+			if ts[3+o] == nil {
+				continue
+			}
+			for i := range pair[1] {
+				if pair[0][i] != pair[1][i] {
+					t.Fatalf("%s %v a%v b%v transposed %v: %s[%d] = %v, want %v", dt, shape, as, bs, transposed,
+						[2]string{"da", "db"}[o], i, pair[0][i], pair[1][i])
+				}
+			}
+		}
+	}
+}
+
+// TestBcastModel: the kernels' index arithmetic, run on the CPU with
+// small integers (exact sums), gives the reference's gradients for the
+// suite's patterns and for random ones.
+func TestBcastModel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(41, 1))
+	patterns := [][3][]int{
+		{{257, 1000}, {257, 1000}, {1000}},
+		{{257, 1000}, {257, 1000}, {257, 1}},
+		{{257, 1000}, {257, 1000}, {}},
+		{{1000}, {}, {1000}},
+		{{33, 5}, {5}, {33, 5}},
+		{{31, 1}, {31, 1}, {1}},
+		{{33, 65}, {33, 1}, {1, 65}},
+		{{33, 65}, {65}, {1, 65}},
+		{{4, 33, 65}, {4, 33, 65}, {4, 1, 65}},
+		{{2, 3, 4, 5}, {3, 1, 5}, {2, 1, 4, 1}},
+		{{2, 1, 3, 2, 1, 2, 3, 2}, {1, 1, 3, 1, 1, 2, 1, 2}, {2, 1, 3, 2, 1, 2, 3, 2}},
+		{{0, 5}, {0, 5}, {5}},
+		{{5, 0}, {}, {5, 1}},
+		{{4099, 30}, {4099, 30}, {30}},
+		{{9, 70001}, {9, 70001}, {9, 1}},
+		{{3, 2000, 2}, {3, 1, 2}, {3, 2000, 2}},
+		{{100003}, {100003}, {}},
+	}
+	for _, dt := range dtype.All {
+		for _, pt := range patterns {
+			checkBcastModel(t, dt, pt[0], pt[1], pt[2], false, false, rng)
+		}
+	}
+	checkBcastModel(t, dtype.F32, []int{257, 1000}, []int{257, 1000}, []int{1000}, true, false, rng)
+	checkBcastModel(t, dtype.BF16, []int{4, 33, 65}, []int{4, 33, 65}, []int{4, 1, 65}, false, true, rng)
+	for i := 0; i < 300; i++ {
+		shape, as, bs := randomBroadcast(rng)
+		checkBcastModel(t, dtype.All[i%4], shape, as, bs, i%7 == 0, i%7 == 1, rng)
+	}
+}
+
+// randomBroadcast draws a shape of rank 0..5 (at most 20000 elements) and two operand shapes that
+// broadcast to it, each dim kept or 1, leading dims sometimes dropped.
+func randomBroadcast(rng *rand.Rand) (shape, as, bs []int) {
+	rank := rng.IntN(6)
+	shape = make([]int, rank)
+	for d := range shape {
+		shape[d] = []int{1, 2, 3, 7, 33, 65, 130}[rng.IntN(7)]
+		for numel(shape[:d+1]) > 20000 {
+			shape[d] = []int{1, 2, 3}[rng.IntN(3)]
+		}
+	}
+	op := func() []int {
+		drop := rng.IntN(rank + 1)
+		s := make([]int, 0, rank-drop)
+		for d := drop; d < rank; d++ {
+			if rng.IntN(2) == 0 {
+				s = append(s, 1)
+			} else {
+				s = append(s, shape[d])
+			}
+		}
+		return s
+	}
+	return shape, op(), op()
+}
+
+// FuzzBinaryBroadcastDescriptor: random operand shapes never panic,
+// errors match a sentinel, and an accepted small plan's model gives the
+// reference's gradients.
+func FuzzBinaryBroadcastDescriptor(f *testing.F) {
+	f.Add(uint8(3), int8(3), int8(5), int8(1), int8(5), int8(3), int8(1), uint8(0), int64(0))
+	f.Add(uint8(2), int8(4), int8(1), int8(-1), int8(1), int8(0), int8(0), uint8(3), int64(1))
+	f.Fuzz(func(t *testing.T, dt uint8, d0, d1, a0, a1, b0, b1 int8, ranks uint8, seed int64) {
+		shape := []int{int(d0), int(d1)}
+		as := []int{int(a0), int(a1)}[:int(ranks)%3]
+		bs := []int{int(b0), int(b1)}[2-int(ranks/3)%3:]
+		desc := BinaryDesc{Op: BinaryMul, DType: dtype.DType(dt), Shape: shape, AShape: as, BShape: bs}
+		p, err := NewBinaryBackward(desc)
+		if err != nil {
+			if !isSentinel(err) {
+				t.Fatalf("NewBinaryBackward: non-sentinel error %v", err)
+			}
+			return
+		}
+		args := BinaryArgs{DY: fakeTensor(desc.DType, shape...), A: fakeTensor(desc.DType, as...), B: fakeTensor(desc.DType, bs...),
+			DA: fakeTensor(desc.DType, as...), Workspace: driver.Buffer{Addr: 0x300000, Size: p.WorkspaceSize()}}
+		if err := p.Check(&args); err != nil && !isSentinel(err) {
+			t.Fatalf("Check: non-sentinel error %v", err)
+		}
+		if numel(shape) <= 1<<14 {
+			checkBcastModel(t, desc.DType, shape, as, bs, false, false, rand.New(rand.NewPCG(uint64(seed), 2)))
+		}
+	})
+}
+
+// TestBcastPrepareZeroAllocs: the Go share of a warm broadcasting Run
+// (Check, the general path's dims and strides, argument packing)
+// allocates nothing.
+func TestBcastPrepareZeroAllocs(t *testing.T) {
+	p, err := NewBinaryBackward(BinaryDesc{Op: BinaryMul, DType: dtype.F32, Shape: []int{4, 64, 32}, BShape: []int{4, 1, 32}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := BinaryArgs{DY: fakeTensor(dtype.F32, 4, 64, 32), A: fakeTensor(dtype.F32, 4, 64, 32), B: fakeTensor(dtype.F32, 4, 1, 32),
+		DA: fakeTensor(dtype.F32, 4, 64, 32), DB: fakeTensor(dtype.F32, 4, 1, 32),
+		Workspace: driver.Buffer{Addr: 0x200000, Size: max(16, p.WorkspaceSize())}}
+	n := testing.AllocsPerRun(100, func() {
+		if err := p.Check(&args); err != nil {
+			t.Fatal(err)
+		}
+		ts := [5]*Tensor{&args.DY, &args.A, &args.B, &args.DA, &args.DB}
+		for out := 0; out < 2; out++ {
+			var L bcastLayout
+			p.generalDims(&ts, out, &L)
+			a := driver.GetArgs()
+			p.packBcast(a, &ts, args.Workspace.Addr, &L)
+			driver.PutArgs(a)
+		}
+	})
+	if n != 0 {
+		t.Errorf("%.1f allocations per prepared Run, want 0", n)
+	}
+}
