@@ -15,7 +15,8 @@ package main
 // and "stripc" (compute capability 9.0 and up, their own build) run the
 // split col slices and the strips of an op with statistics as thread
 // block clusters, which combine their partials through distributed shared
-// memory. A variant is instantiated only for the ops it serves (the lists
+// memory. "seg" reduces over several axes whose reduced dims do not
+// coalesce into one group (ops/reduce_multi.go). A variant is instantiated only for the ops it serves (the lists
 // below). Layout is ReduceLayout (spec_layouts.go).
 // redCluster is the cluster variant's blocks per cluster
 // (also RED_CLUSTER_BLOCKS and ops' redCluster, through gen/spec_consts.go): 2, which
@@ -93,5 +94,9 @@ var reduceFamily = Family{
 		{Name: "strip", Template: "reduce_strip", Ops: redStatsOps},
 		{Name: "cluster", Template: "reduce_cluster", MinMajor: 9, Cluster: redCluster, Ops: redStatsOps},
 		{Name: "stripc", Template: "reduce_stripc", MinMajor: 9, Cluster: redStripCluster, Ops: redStatsOps},
+		// seg: several reduced axes that do not coalesce into one group
+		// (reduce_seg.cuh); every op, a statistics pass and an apply pass
+		// chosen by the layout's phase, so one entry per (op, dtype).
+		{Name: "seg", Template: "reduce_seg"},
 	},
 }

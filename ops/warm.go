@@ -25,6 +25,12 @@ type Plan interface {
 func (p *BinaryBackward) kernelRefs() []*kernelRef { return []*kernelRef{p.kernel} }
 
 func (p *ReduceBackward) kernelRefs() []*kernelRef {
+	if m := p.multi; m != nil {
+		if m.inner != nil {
+			return m.inner.kernelRefs()
+		}
+		return []*kernelRef{m.segK}
+	}
 	return nonNil(p.rowK, p.colK, p.stats, p.apply, p.oneK, p.cluK, p.flatK, p.fixK, p.stripK, p.stripcK)
 }
 
