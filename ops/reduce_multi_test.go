@@ -3,6 +3,7 @@ package ops
 import (
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -254,4 +255,117 @@ func FuzzReduceAxes(f *testing.F) {
 			}
 		}
 	})
+}
+
+// segOffsets is the seg kernel's walk (gen/reduce_seg.cuh: red_seg_kept,
+// red_seg_outer, red_seg_each) in Go: the x offset of every element each
+// tile visits, in [slice][position] order (position j = chunk*chunk + the
+// element's index in the chunk), with packs of n elements where vec.
+func segOffsets(L *reduceLayout, vec bool, n int64) [][]int64 {
+	out := make([][]int64, L.slices)
+	for t := int64(0); t < L.tiles; t++ {
+		c := t / L.nchunks
+		j0 := (t - c*L.nchunks) * L.chunk
+		ln := min(L.chunk, L.k-j0)
+		ko, rem := int64(0), c
+		for d := int(L.srank) - 1; d >= 0; d-- {
+			idx := rem
+			if d > 0 {
+				idx, rem = rem%L.sdim[d], rem/L.sdim[d]
+			}
+			ko += idx * L.sstride[0][d]
+		}
+		outer := func(q int64) int64 {
+			o, rem := int64(0), q
+			for d := int(L.cvec) - 1; d >= 0; d-- {
+				idx := rem
+				if d > 0 {
+					idx, rem = rem%L.sstride[1][d], rem/L.sstride[1][d]
+				}
+				o += idx * L.sstride[2][d]
+			}
+			return o
+		}
+		if out[c] == nil {
+			out[c] = make([]int64, L.k)
+		}
+		if vec {
+			bp := L.kstride[1] / n
+			for p := j0 / n; p < (j0+ln)/n; p++ {
+				q := p / bp
+				for e := int64(0); e < n; e++ {
+					out[c][p*n+e] = ko + outer(q) + (p-q*bp)*n + e
+				}
+			}
+			continue
+		}
+		for j := j0; j < j0+ln; j++ {
+			q := j / L.kstride[1]
+			out[c][j] = ko + outer(q) + (j-q*L.kstride[1])*L.kstride[0]
+		}
+	}
+	return out
+}
+
+// TestReduceAxesSegWalk: the seg kernel's walk of the plan's layout visits
+// the elements of each slice (the kept dims' row-major index, as dy and y)
+// in the order of the reduced dims' row-major index, once each, with and
+// without packs, over chunked and unchunked slices.
+func TestReduceAxesSegWalk(t *testing.T) {
+	for _, c := range []struct{ shape, axes []int }{
+		{[]int{4, 16, 28, 28}, []int{0, 2, 3}}, {[]int{3, 5, 33}, []int{0, 2}}, {[]int{2, 3, 4, 5}, []int{0, 2}},
+		{[]int{2, 3, 2, 3, 2}, []int{0, 2, 4}}, {[]int{2, 3, 2, 3, 2, 3, 2, 3}, []int{0, 2, 4, 6}},
+		{[]int{3, 2, 3, 2, 3, 2, 3, 2}, []int{1, 3, 5, 7}}, {[]int{16, 4, 4096}, []int{0, 2}}, {[]int{64, 2, 3000}, []int{0, 2}},
+		{[]int{3, 2, 5, 1, 8}, []int{0, 2, 4}}, {[]int{5, 2, 8, 3}, []int{1, 3}},
+	} {
+		for _, dt := range []dtype.DType{dtype.F32, dtype.BF16, dtype.F64} {
+			p, err := NewReduceBackward(ReduceDesc{Op: ReduceMax, DType: dt, Shape: c.shape, Axes: c.axes})
+			if err != nil || p.Path() != "seg" {
+				t.Fatalf("%v over %v: %v, path %q", c.shape, c.axes, err, p.Path())
+			}
+			L := &p.multi.seg
+			n := int64(16 / dt.Size())
+			// The reference walk: slice s over the kept dims, position j over
+			// the reduced dims, both row-major.
+			var kept, red []int
+			for d := range c.shape {
+				if slices.Contains(c.axes, d) {
+					red = append(red, d)
+				} else {
+					kept = append(kept, d)
+				}
+			}
+			stride := make([]int64, len(c.shape))
+			s := int64(1)
+			for d := len(c.shape) - 1; d >= 0; d-- {
+				stride[d] = s
+				s *= int64(c.shape[d])
+			}
+			at := func(sl, j int64) int64 {
+				o := int64(0)
+				for i := len(kept) - 1; i >= 0; i-- {
+					o += sl % int64(c.shape[kept[i]]) * stride[kept[i]]
+					sl /= int64(c.shape[kept[i]])
+				}
+				for i := len(red) - 1; i >= 0; i-- {
+					o += j % int64(c.shape[red[i]]) * stride[red[i]]
+					j /= int64(c.shape[red[i]])
+				}
+				return o
+			}
+			for _, vec := range []bool{false, true} {
+				if vec && (L.kstride[0] != 1 || L.kstride[1]%n != 0) {
+					continue
+				}
+				got := segOffsets(L, vec, n)
+				for sl := range got {
+					for j, o := range got[sl] {
+						if want := at(int64(sl), int64(j)); o != want {
+							t.Fatalf("%v over %v %s vec %v: slice %d position %d at %d, want %d (layout %+v)", c.shape, c.axes, dt, vec, sl, j, o, want, *L)
+						}
+					}
+				}
+			}
+		}
+	}
 }

@@ -82,7 +82,7 @@ func ReduceAxesCases(quick bool) []ReduceAxesCase {
 		{[]int{3, 2, 3, 2, 3, 2, 3, 2}, []int{-1, -3, -5, -7}},
 		{[]int{16, 4, 4096}, []int{0, 2}}, // few long slices: chunks
 		{[]int{64, 2, 3000}, []int{0, 2}}, // chunks, a partial last one
-		{[]int{3, 1, 5, 1, 8}, []int{0, 2, 4}},
+		{[]int{3, 2, 5, 1, 8}, []int{0, 2, 4}}, // size-1 dims between reduced ones
 		{[]int{0, 3, 4}, []int{0, 2}},
 	}
 	single := []sa{
@@ -93,6 +93,7 @@ func ReduceAxesCases(quick bool) []ReduceAxesCase {
 		{[]int{7, 3, 1, 4}, []int{1, 2}},
 		{[]int{6, 5, 9}, []int{0, 1}},
 		{[]int{1, 1}, []int{0, 1}},
+		{[]int{3, 1, 5, 1, 8}, []int{0, 2, 4}}, // the kept dims have size 1
 		{[]int{3, 2, 20000}, []int{1, 2}},
 		{[]int{3000, 2, 5}, []int{0, 1}},
 		{[]int{2, 0, 4}, []int{1, 2}},
