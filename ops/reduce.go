@@ -11,10 +11,12 @@ import (
 	"github.com/baracuda-go/baracuda/dtype"
 )
 
-// ReduceOp is a single-axis reduction whose backward ReduceBackward
-// computes. With g = dy broadcast along the reduced axis, N the axis length,
-// x the saved input and y the saved output, the gradients are PyTorch's
-// (docs/semantics.md, section 3):
+// ReduceOp is a reduction, over one axis or a set of axes, whose backward
+// ReduceBackward computes. With g = dy broadcast along the reduced axes, N
+// the number of elements of a slice (the axis length, or the product of the
+// reduced axes' lengths), x the saved input and y the saved output, the
+// gradients are PyTorch's (docs/semantics.md, section 3); a slice is the
+// whole reduced set, so ties, zeros and the mean are the set's:
 type ReduceOp uint8
 
 const (

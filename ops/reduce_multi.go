@@ -370,20 +370,27 @@ func (p *ReduceBackward) view(t *Tensor, keep bool, v *viewTensor) bool {
 	return true
 }
 
+// innerArgs sets in to a's operands viewed on the coalesced shape (v
+// holds their shapes and strides), for the single-axis plan.
+func (p *ReduceBackward) innerArgs(a, in *ReduceArgs, v *[4]viewTensor) {
+	*in = ReduceArgs{Workspace: a.Workspace}
+	p.view(&a.DY, true, &v[0])
+	p.view(&a.DX, false, &v[1])
+	in.DY, in.DX = v[0].tensor(&a.DY), v[1].tensor(&a.DX)
+	if p.desc.Op.needsSaved() {
+		p.view(&a.X, false, &v[2])
+		p.view(&a.Y, true, &v[3])
+		in.X, in.Y = v[2].tensor(&a.X), v[3].tensor(&a.Y)
+	}
+}
+
 // runMulti is Run for a multi-axis plan (after Check).
 func (p *ReduceBackward) runMulti(s *driver.Stream, a *ReduceArgs) error {
 	m := p.multi
 	if m.inner != nil {
-		var vx, vy, vdy, vdx viewTensor
-		in := ReduceArgs{Workspace: a.Workspace}
-		p.view(&a.DY, true, &vdy)
-		p.view(&a.DX, false, &vdx)
-		in.DY, in.DX = vdy.tensor(&a.DY), vdx.tensor(&a.DX)
-		if p.desc.Op.needsSaved() {
-			p.view(&a.X, false, &vx)
-			p.view(&a.Y, true, &vy)
-			in.X, in.Y = vx.tensor(&a.X), vy.tensor(&a.Y)
-		}
+		var v [4]viewTensor
+		var in ReduceArgs
+		p.innerArgs(a, &in, &v)
 		return m.inner.Run(s, &in)
 	}
 	ctx := s.Context()

@@ -74,14 +74,14 @@ func ReduceAxesCases(quick bool) []ReduceAxesCase {
 	}
 	seg := []sa{
 		{[]int{4, 16, 28, 28}, []int{0, 2, 3}}, // the bench's [32, 256, 56, 56] scaled down
-		{[]int{3, 5, 33}, []int{0, -1}},         // segments of 33: no packs
-		{[]int{2, 3, 4, 5}, []int{0, 2}},        // innermost dim kept: strided segments
+		{[]int{3, 5, 33}, []int{0, -1}},        // segments of 33: no packs
+		{[]int{2, 3, 4, 5}, []int{0, 2}},       // innermost dim kept: strided segments
 		{[]int{5, 7, 1025}, []int{2, 0}},
 		{[]int{2, 3, 2, 3, 2}, []int{0, 2, 4}},
 		{[]int{2, 3, 2, 3, 2, 3, 2, 3}, []int{0, 2, 4, 6}},
 		{[]int{3, 2, 3, 2, 3, 2, 3, 2}, []int{-1, -3, -5, -7}},
-		{[]int{16, 4, 4096}, []int{0, 2}}, // few long slices: chunks
-		{[]int{64, 2, 3000}, []int{0, 2}}, // chunks, a partial last one
+		{[]int{16, 4, 4096}, []int{0, 2}},      // few long slices: chunks
+		{[]int{64, 2, 3000}, []int{0, 2}},      // chunks, a partial last one
 		{[]int{3, 2, 5, 1, 8}, []int{0, 2, 4}}, // size-1 dims between reduced ones
 		{[]int{0, 3, 4}, []int{0, 2}},
 	}
@@ -172,7 +172,7 @@ func runReduceAxesSuite(e *Env, quick bool) []Result {
 // reduced form) and must give the same bits.
 func (e *Env) CheckReduceAxes(op ops.ReduceOp, dt dtype.DType, cases []ReduceAxesCase, seed uint64) Result {
 	name := op.String()
-	res := Result{Kernel: "reduce_bw_" + name + "_" + dt.Suffix() + " (axes)"}
+	res := Result{Kernel: "reduce_bw_" + name + "_" + dt.Suffix() + "/axes"}
 	rng := rand.New(rand.NewPCG(seed, uint64(op)<<8|uint64(dt)))
 	for _, c := range cases {
 		res.Cases++

@@ -1,5 +1,11 @@
 package ref
 
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+)
+
 // AxesSlices views a row-major tensor as the slices over a set of axes:
 // slice s is an index over the kept dims (row-major, the order of dy and y
 // in either keepdim form), position j an index over the reduced dims
@@ -106,4 +112,58 @@ func ReduceBackwardAxes(op string, shape, axes []int, dy, x, y []float64, correc
 		v.Scatter(dx, s, out)
 	}
 	return dx
+}
+
+func init() {
+	checks = append(checks, Check{"reduce over several axes, finite differences", checkReduceAxesFD})
+}
+
+// checkReduceAxesFD compares ReduceBackwardAxes with central differences of
+// L = Σ_s dy_s*y_s (y from ReduceForwardAxes) over dims (0, 2) of
+// [3, 4, 5] and dims (1, 3) of [2, 3, 2, 3], for every op, on data away
+// from kinks (distinct values for max and min, no zeros for prod).
+func checkReduceAxesFD() error {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, c := range []struct{ shape, axes []int }{{[]int{3, 4, 5}, []int{0, 2}}, {[]int{2, 3, 2, 3}, []int{3, 1}}} {
+		n := 1
+		for _, d := range c.shape {
+			n *= d
+		}
+		for _, op := range []string{"sum", "mean", "max", "min", "prod", "norm2", "logsumexp", "var", "std"} {
+			x := make([]float64, n)
+			for i := range x {
+				x[i] = 0.5 + rng.Float64() + float64(i)*1e-3 // distinct, positive
+				if rng.IntN(2) == 0 && op != "norm2" {
+					x[i] = -x[i]
+				}
+			}
+			y := ReduceForwardAxes(op, c.shape, c.axes, x, 1)
+			dy := make([]float64, len(y))
+			for s := range dy {
+				dy[s] = rng.NormFloat64()
+			}
+			dx := ReduceBackwardAxes(op, c.shape, c.axes, dy, x, y, 1)
+			loss := func() float64 {
+				l := 0.0
+				for s, v := range ReduceForwardAxes(op, c.shape, c.axes, x, 1) {
+					l += dy[s] * v
+				}
+				return l
+			}
+			const h = 1e-6
+			for i := range x {
+				x0 := x[i]
+				x[i] = x0 + h
+				lp := loss()
+				x[i] = x0 - h
+				lm := loss()
+				x[i] = x0
+				fd := (lp - lm) / (2 * h)
+				if math.Abs(fd-dx[i]) > 1e-5*(1+math.Abs(fd)) {
+					return fmt.Errorf("%s over %v of %v: dx[%d] = %v, finite difference %v", op, c.axes, c.shape, i, dx[i], fd)
+				}
+			}
+		}
+	}
+	return nil
 }
