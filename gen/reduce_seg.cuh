@@ -22,8 +22,8 @@
 //   phase: RED_PHASE_SEG_STATS for the statistics pass, else the apply pass.
 // Ops with statistics launch it twice: the statistics pass writes each
 // tile's partial statistics to ws[t] (and the provisional dx of max, min
-// and prod), the apply pass combines a slice's partials in chunk order
-// (fixed, so deterministic) and writes dx (for the provisional ops only
+// and prod), the apply pass combines a slice's partials in an order fixed
+// by nchunks (so deterministic) and writes dx (for the provisional ops only
 // in the slices where the provisional dx is wrong). The other ops launch
 // the apply pass alone.
 #include "reduce_kernels.cuh"
@@ -73,21 +73,25 @@ __device__ __forceinline__ i64 red_seg_outer(i64 q, const ReduceLayout& L) {
 // red_seg_each calls fp(o) for each 16-byte pack (o: the offset of its
 // first element) of positions [j0, j0+len) that this thread takes, with
 // L.vec, else fs(o) for each element; the block's threads take every
-// RED_BLOCK-th pack or element.
-template <typename T, typename FP, typename FS>
+// RED_BLOCK-th pack or element, first to last, or with Rev last to first
+// (the apply pass after a statistics pass: its first reads then hit what
+// the statistics pass left in L2, the ends of the chunks).
+template <typename T, bool Rev, typename FP, typename FS>
 __device__ __forceinline__ void red_seg_each(const ReduceLayout& L, i64 ko, i64 j0, i64 len, FP fp, FS fs) {
 	constexpr int N = Pack<T>::N;
+	const int step = Rev ? -RED_BLOCK : RED_BLOCK;
 	if (L.vec) {
 		const i64 bp = L.kstride[1] / N;  // packs per segment
-		const i64 p1 = (j0 + len) / N;
+		const i64 n = len / N;
+		const i64 p0 = j0 / N;
 #pragma unroll 2
-		for (i64 p = j0 / N + threadIdx.x; p < p1; p += RED_BLOCK) {
+		for (i64 i = threadIdx.x, p = Rev ? p0 + n - 1 - threadIdx.x : p0 + threadIdx.x; i < n; i += RED_BLOCK, p += step) {
 			const i64 q = red_div(p, bp);
 			fp(ko + red_seg_outer(q, L) + (p - q * bp) * N);
 		}
 	} else {
 		const i64 bi = L.kstride[1], si = L.kstride[0];
-		for (i64 j = j0 + threadIdx.x; j < j0 + len; j += RED_BLOCK) {
+		for (i64 i = threadIdx.x, j = Rev ? j0 + len - 1 - threadIdx.x : j0 + threadIdx.x; i < len; i += RED_BLOCK, j += step) {
 			const i64 q = red_div(j, bi);
 			fs(ko + red_seg_outer(q, L) + (j - q * bi) * si);
 		}
@@ -135,7 +139,12 @@ __device__ __forceinline__ void reduce_seg(const T* __restrict__ x, const T* __r
 	__shared__ RedAcc<M> sm[RED_BLOCK / 32];
 	const bool stats = L.phase == RED_PHASE_SEG_STATS;
 	if (stats && !Op::stats) return;
-	for (i64 t = blockIdx.x; t < L.tiles; t += gridDim.x) {  // block-uniform
+	// The apply pass after a statistics pass walks the tiles last to first
+	// (and each chunk backwards, see red_seg_each): the tiles the
+	// statistics pass read last come first, while L2 still holds them.
+	const bool rev = !stats && Op::stats;
+	for (i64 b = blockIdx.x; b < L.tiles; b += gridDim.x) {  // block-uniform
+		const i64 t = rev ? L.tiles - 1 - b : b;
 		const i64 c = red_div(t, L.nchunks);
 		const i64 j0 = (t - c * L.nchunks) * L.chunk;
 		const i64 len = min(L.chunk, L.k - j0);
@@ -145,7 +154,7 @@ __device__ __forceinline__ void reduce_seg(const T* __restrict__ x, const T* __r
 		if (stats) {
 			RedAcc<M> acc = Op::template init<M>();
 			const RedCtx<M> pc = Op::template slice<M>(g, yv, Op::template assumed<M>(), L.scale, L.k);
-			red_seg_each<T>(L, ko, j0, len,
+			red_seg_each<T, false>(L, ko, j0, len,
 				[&](i64 o) {
 					const Pack<T> v = load_pack(x + o);
 					Pack<T> r;
@@ -172,7 +181,7 @@ __device__ __forceinline__ void reduce_seg(const T* __restrict__ x, const T* __r
 			if (prov && !Op::fix(total)) continue;
 		}
 		const RedCtx<M> cx = Op::template slice<M>(g, yv, total, L.scale, L.k);
-		red_seg_each<T>(L, ko, j0, len,
+		red_seg_each<T, Op::stats>(L, ko, j0, len,
 			[&](i64 o) {
 				Pack<T> v, r;
 				if (Op::needs_x) v = load_pack(x + o);

@@ -404,7 +404,9 @@ func (p *ReduceBackward) Kernel() KernelInfo {
 	// "strip" where the plan has only the one-block form; Run takes them
 	// where the device has the build and gives a block the strip's shared
 	// memory (and, but for "always", the blocks are at least as many as
-	// its SMs).
+	// its SMs). A plan over several axes names the single-axis plan's
+	// kernel on its coalesced view (Path "single"), or the seg kernel,
+	// which writes dx in its apply pass (Path "seg").
 	if m := p.multi; m != nil {
 		if m.inner != nil {
 			return m.inner.Kernel()
@@ -439,8 +441,9 @@ func (p *ReduceBackward) Precision() Precision {
 
 // WorkspaceSize returns the bytes of scratch memory Run needs in
 // ReduceArgs.Workspace: 0 except for ops with statistics (Max, Min, Prod,
-// Var, Std) over few, long slices, whose partial statistics Run keeps
-// there. It depends only on the descriptor, not on the GPU.
+// Var, Std) over few, long slices, and on the seg path of a plan over
+// several axes (Path "seg"), whose partial statistics Run keeps there. It
+// depends only on the descriptor, not on the GPU.
 func (p *ReduceBackward) WorkspaceSize() int64 { return p.ws }
 
 // Desc returns the plan's descriptor.
