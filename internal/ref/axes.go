@@ -48,6 +48,9 @@ func NewAxesSlices(shape []int, axes []int) AxesSlices {
 // Count is the number of slices.
 func (v AxesSlices) Count() int { return v.count }
 
+// Len is the elements per slice, K.
+func (v AxesSlices) Len() int { return v.K }
+
 // At is the row-major index of position j of slice s.
 func (v AxesSlices) At(s, j int) int {
 	i := 0
