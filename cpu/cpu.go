@@ -11,7 +11,8 @@
 // compare, round the inputs to the dtype first with dtype.Round). Tensors
 // are contiguous row-major []float64 of the descriptor's shapes; dy and y
 // of a reduction have the reduced shape's elements (with the axis, or the
-// axes of ReduceDesc.Axes, kept as 1 or removed: the same order). Inputs an op does not read may be nil.
+// axes of ReduceDesc.Axes, kept as 1 or removed: the same order). Inputs
+// an op does not read may be nil.
 //
 // It is plain, single-threaded Go that allocates its results: a var
 // backward over 2^20 elements takes about 8 ms on one x86-64 core
