@@ -3,6 +3,7 @@ package ops
 import (
 	"errors"
 	"slices"
+	"sync"
 
 	"github.com/baracuda-go/baracuda/driver"
 )
@@ -384,14 +385,27 @@ func (p *ReduceBackward) innerArgs(a, in *ReduceArgs, v *[4]viewTensor) {
 	}
 }
 
+// multiViews holds the operands of one Run of the single path seen on the
+// coalesced shape.
+type multiViews struct {
+	v  [4]viewTensor
+	in ReduceArgs
+}
+
+var multiViewPool = sync.Pool{New: func() any { return new(multiViews) }}
+
 // runMulti is Run for a multi-axis plan (after Check).
 func (p *ReduceBackward) runMulti(s *driver.Stream, a *ReduceArgs) error {
 	m := p.multi
 	if m.inner != nil {
-		var v [4]viewTensor
-		var in ReduceArgs
-		p.innerArgs(a, &in, &v)
-		return m.inner.Run(s, &in)
+		// The views come from a pool: on the stack they would escape
+		// through the inner Run, an allocation per Run.
+		mv := multiViewPool.Get().(*multiViews)
+		p.innerArgs(a, &mv.in, &mv.v)
+		err := m.inner.Run(s, &mv.in)
+		mv.in = ReduceArgs{}
+		multiViewPool.Put(mv)
+		return err
 	}
 	ctx := s.Context()
 	lf, err := m.segK.resolve(ctx)
