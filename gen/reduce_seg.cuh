@@ -70,9 +70,10 @@ __device__ __forceinline__ i64 red_seg_outer(i64 q, const ReduceLayout& L) {
 	return o;
 }
 
-// red_seg_each calls fp(o) for each 16-byte pack (o: the offset of its
-// first element) of positions [j0, j0+len) that this thread takes, with
-// L.vec, else fs(o) for each element; the block's threads take every
+// red_seg_each calls fp(o, e) for each 16-byte pack (o: the offset of its
+// first element, e: its first position less j0) of positions
+// [j0, j0+len) that this thread takes, with L.vec, else fs(o, e) for each
+// element; the block's threads take every
 // RED_BLOCK-th pack or element, first to last, or with Rev last to first
 // (the apply pass after a statistics pass: its first reads then hit what
 // the statistics pass left in L2, the ends of the chunks).
@@ -87,13 +88,13 @@ __device__ __forceinline__ void red_seg_each(const ReduceLayout& L, i64 ko, i64 
 #pragma unroll 2
 		for (i64 i = threadIdx.x, p = Rev ? p0 + n - 1 - threadIdx.x : p0 + threadIdx.x; i < n; i += RED_BLOCK, p += step) {
 			const i64 q = red_div(p, bp);
-			fp(ko + red_seg_outer(q, L) + (p - q * bp) * N);
+			fp(ko + red_seg_outer(q, L) + (p - q * bp) * N, (p - p0) * N);
 		}
 	} else {
 		const i64 bi = L.kstride[1], si = L.kstride[0];
 		for (i64 i = threadIdx.x, j = Rev ? j0 + len - 1 - threadIdx.x : j0 + threadIdx.x; i < len; i += RED_BLOCK, j += step) {
 			const i64 q = red_div(j, bi);
-			fs(ko + red_seg_outer(q, L) + (j - q * bi) * si);
+			fs(ko + red_seg_outer(q, L) + (j - q * bi) * si, j - j0);
 		}
 	}
 }
@@ -155,7 +156,7 @@ __device__ __forceinline__ void reduce_seg(const T* __restrict__ x, const T* __r
 			RedAcc<M> acc = Op::template init<M>();
 			const RedCtx<M> pc = Op::template slice<M>(g, yv, Op::template assumed<M>(), L.scale, L.k);
 			red_seg_each<T, false>(L, ko, j0, len,
-				[&](i64 o) {
+				[&](i64 o, i64) {
 					const Pack<T> v = load_pack(x + o);
 					Pack<T> r;
 #pragma unroll
@@ -166,7 +167,7 @@ __device__ __forceinline__ void reduce_seg(const T* __restrict__ x, const T* __r
 					}
 					if (prov) store_pack(dx + o, r);
 				},
-				[&](i64 o) {
+				[&](i64 o, i64) {
 					const M xv = to_op(x[o]);
 					Op::accum(acc, xv, yv);
 					if (prov) dx[o] = from_op<T>(Op::elem(pc, xv));
@@ -182,13 +183,79 @@ __device__ __forceinline__ void reduce_seg(const T* __restrict__ x, const T* __r
 		}
 		const RedCtx<M> cx = Op::template slice<M>(g, yv, total, L.scale, L.k);
 		red_seg_each<T, Op::stats>(L, ko, j0, len,
-			[&](i64 o) {
+			[&](i64 o, i64) {
 				Pack<T> v, r;
 				if (Op::needs_x) v = load_pack(x + o);
 #pragma unroll
 				for (int e = 0; e < N; ++e) r.v[e] = from_op<T>(Op::elem(cx, Op::needs_x ? to_op(v.v[e]) : M(0)));
 				store_pack(dx + o, r);
 			},
-			[&](i64 o) { dx[o] = from_op<T>(Op::elem(cx, Op::needs_x ? to_op(x[o]) : M(0))); });
+			[&](i64 o, i64) { dx[o] = from_op<T>(Op::elem(cx, Op::needs_x ? to_op(x[o]) : M(0))); });
 	}
+}
+
+// reduce_segc: var and std on the seg path as thread block clusters of
+// RED_SEG_CLUSTER blocks (compute capability 9.0; empty below it and for
+// the other ops, it is only launched from the compute_90 build): cluster c
+// is slice c, block rank r its chunk r (L.chunk positions, L.nchunks ==
+// RED_SEG_CLUSTER, tiles = slices*RED_SEG_CLUSTER, one block per tile).
+// Each block keeps its chunk of x in dynamic shared memory, publishes its
+// partial sum, and after a cluster barrier combines the cluster's partials
+// in rank order (the same bits in every block) and writes dx from shared
+// memory: x is read once, where the two passes read it twice.
+template <typename T, typename Op>
+__device__ __forceinline__ void reduce_segc(const T* __restrict__ x, const T* __restrict__ y,
+		const T* __restrict__ dy, T* __restrict__ dx, void* __restrict__, const ReduceLayout& L) {
+#if __CUDA_ARCH__ >= 900
+	typedef typename OpMath<T>::type M;
+	constexpr int N = Pack<T>::N;
+	if (!Op::stats || Op::provisional) return;
+	__shared__ RedAcc<M> sm[RED_BLOCK / 32];
+	__shared__ RedAcc<M> pub;
+	T* buf = reinterpret_cast<T*>(red_dyn);
+	const i64 c = blockIdx.x / RED_SEG_CLUSTER;
+	const int r = blockIdx.x % RED_SEG_CLUSTER;
+	const i64 j0 = r * L.chunk;
+	const i64 len = min(L.chunk, L.k - j0);  // <= 0 for the empty last chunks of a short slice
+	const i64 ko = red_seg_kept(c, L);
+	const M g = to_op(dy[c]);
+	const M yv = Op::needs_y ? to_op(y[c]) : M(0);
+	RedAcc<M> acc = Op::template init<M>();
+	// Position j0 + e of the slice is kept in buf[e].
+	red_seg_each<T, false>(L, ko, j0, len,
+		[&](i64 o, i64 e) {
+			const Pack<T> v = load_pack(x + o);
+			*reinterpret_cast<Pack<T>*>(buf + e) = v;
+#pragma unroll
+			for (int u = 0; u < N; ++u) Op::accum(acc, to_op(v.v[u]), yv);
+		},
+		[&](i64 o, i64 e) {
+			const T v = x[o];
+			buf[e] = v;
+			Op::accum(acc, to_op(v), yv);
+		});
+	acc = red_block_total<Op>(acc, sm);
+	if (threadIdx.x == 0) pub = acc;
+	red_cluster_arrive();
+	red_cluster_wait();
+	RedAcc<M> total = red_dsmem(&pub, 0);
+#pragma unroll
+	for (int q = 1; q < RED_SEG_CLUSTER; ++q) Op::combine(total, red_dsmem(&pub, q));
+	// Done reading the others' partials; the kernel waits on this
+	// barrier before it exits, so that no block's shared memory goes
+	// while another block may still read it.
+	red_cluster_arrive();
+	const RedCtx<M> cx = Op::template slice<M>(g, yv, total, L.scale, L.k);
+	// Each thread reads back the elements it stored.
+	red_seg_each<T, false>(L, ko, j0, len,
+		[&](i64 o, i64 e) {
+			const Pack<T> v = *reinterpret_cast<const Pack<T>*>(buf + e);
+			Pack<T> out;
+#pragma unroll
+			for (int u = 0; u < N; ++u) out.v[u] = from_op<T>(Op::elem(cx, to_op(v.v[u])));
+			store_pack(dx + o, out);
+		},
+		[&](i64 o, i64 e) { dx[o] = from_op<T>(Op::elem(cx, to_op(buf[e]))); });
+	red_cluster_wait();
+#endif
 }

@@ -32,6 +32,12 @@ const redCluster = 2
 // cluster sizes (from these constants) and the launcher's agree.
 const redStripCluster = 2
 
+// redSegCluster is the "segc" variant's blocks per cluster (also
+// RED_SEG_CLUSTER and ops' redSegCluster, through gen/spec_consts.go): 8,
+// the most a portable cluster holds, so that a slice of up to 8 times a
+// block's shared memory is read once.
+const redSegCluster = 8
+
 // The ops each variant is instantiated for; a variant's template is empty
 // for the others, which its launcher never takes. redStatsOps are the ops
 // with per-slice statistics (the tie count, the zero count and product,
@@ -98,5 +104,9 @@ var reduceFamily = Family{
 		// (reduce_seg.cuh); every op, a statistics pass and an apply pass
 		// chosen by the layout's phase, so one entry per (op, dtype).
 		{Name: "seg", Template: "reduce_seg"},
+		// segc: var and std on the seg path as clusters of redSegCluster
+		// blocks, one cluster per slice, which keep x in shared memory
+		// (compute capability 9.0, its own build).
+		{Name: "segc", Template: "reduce_segc", MinMajor: 9, Cluster: redSegCluster, Ops: redMomentOps},
 	},
 }

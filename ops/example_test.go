@@ -51,7 +51,8 @@ func ExampleNewReduceBackward() {
 
 // A reduction over several axes: BatchNorm's variance over dims (0, 2, 3)
 // of an NCHW tensor, as x.var((0, 2, 3)); the reduced dims do not form one
-// group, so the plan takes the seg kernel. The last two dims form one
+// group, so the plan takes the seg path (on compute capability 9.0 its
+// clustered form, segc, for var and std). The last two dims form one
 // group: that plan is the single-axis plan on the [64*128, 64*64] view.
 func ExampleNewReduceBackward_axes() {
 	plan, err := ops.NewReduceBackward(ops.ReduceDesc{Op: ops.ReduceVar, DType: ops.F32, Shape: []int{32, 256, 56, 56},
@@ -68,7 +69,7 @@ func ExampleNewReduceBackward_axes() {
 	_, err = ops.NewReduceBackward(ops.ReduceDesc{Op: ops.ReduceSum, DType: ops.F32, Shape: []int{4, 5}, Axes: []int{1, -1}})
 	fmt.Println(errors.Is(err, ops.ErrAxis))
 	// Output:
-	// [1 256 1 1] [256] seg reduce_bw_var_f32_seg
+	// [1 256 1 1] [256] seg reduce_bw_var_f32_segc
 	// [64 128] single
 	// true
 }

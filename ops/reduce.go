@@ -406,12 +406,19 @@ func (p *ReduceBackward) Kernel() KernelInfo {
 	// memory (and, but for "always", the blocks are at least as many as
 	// its SMs). A plan over several axes names the single-axis plan's
 	// kernel on its coalesced view (Path "single"), or the seg kernel,
-	// which writes dx in its apply pass (Path "seg").
+	// which writes dx in its apply pass (Path "seg"), but "segc" where the
+	// plan has the clustered seg kernel (var and std whose slices fit a
+	// cluster's shared memory), the form Run takes on compute capability
+	// 9.0 and up where its blocks are at least as many as the GPU's SMs.
 	if m := p.multi; m != nil {
 		if m.inner != nil {
 			return m.inner.Kernel()
 		}
-		return KernelInfo{Name: m.segK.name, Family: "reduce", Op: p.id.op, DType: p.desc.DType, Backend: backend}
+		ref := m.segK
+		if m.segcK != nil {
+			ref = m.segcK
+		}
+		return KernelInfo{Name: ref.name, Family: "reduce", Op: p.id.op, DType: p.desc.DType, Backend: backend}
 	}
 	geo, row := p.denseGeom()
 	ref := p.colK

@@ -2,6 +2,7 @@ package ops
 
 import (
 	"errors"
+	"os"
 	"slices"
 	"sync"
 
@@ -27,7 +28,9 @@ import (
 //     reduced group is a contiguous run where the innermost dim is
 //     reduced: then it moves 16-byte packs). Ops with statistics launch it
 //     twice, a statistics pass into the workspace and an apply pass, which
-//     combines each slice's partials in a fixed order.
+//     combines each slice's partials in a fixed order; Var and Std on
+//     compute capability 9.0 may take its clustered form instead
+//     (reduceSegcEnv), which reads x once.
 
 // reduceMulti is a multi-axis plan's own state.
 type reduceMulti struct {
@@ -43,7 +46,29 @@ type reduceMulti struct {
 	// Several: the seg kernel and its layout (phase and vec set by Run).
 	segK *kernelRef
 	seg  reduceLayout
+	// Var and Std where a slice fits in a cluster's shared memory: the
+	// clustered seg kernel and its layout (nil where off).
+	segcK   *kernelRef
+	segc    reduceLayout
+	segcAny bool // ... whatever the grid (reduceSegcEnv)
 }
+
+// The clustered seg kernel (reduce_segc, compute capability 9.0, its own
+// build): Var and Std on the seg path read x twice in two passes (the
+// statistics, then dx); where a slice, cut into redSegCluster chunks,
+// fits a chunk in a block's shared memory (redStripSmem), one cluster of
+// redSegCluster blocks per slice keeps x in shared memory, combines its
+// blocks' partial sums through distributed shared memory and writes dx:
+// x is read once. Run takes it where the device has the build and gives
+// a block the chunk's shared memory, and the clusters' blocks are at least
+// as many as the GPU's SMs. Its sums round in another order than the two
+// passes', so its bits differ from a GPU without clusters (each GPU stays
+// bit-stable run to run).
+//
+// reduceSegcEnv, read when a plan is made: "never" keeps plans off it,
+// "always" takes it whatever the grid (so that tests reach it with small
+// tensors). It is a kernel developer's knob; users leave it unset.
+const reduceSegcEnv = "BARACUDA_REDUCE_SEGC"
 
 // redPhaseSegStats is RED_PHASE_SEG_STATS: the seg kernel's statistics pass.
 const redPhaseSegStats = 3
@@ -198,6 +223,22 @@ func newReduceMulti(id planID, desc ReduceDesc, axes []int, numel int64) (*Reduc
 	L.kstride = [2]int64{rstride[last], rsize[last]}
 	if desc.Op.hasStats() {
 		p.ws = (L.tiles*redAccSize(desc.DType) + 15) &^ 15
+	}
+	if mode := os.Getenv(reduceSegcEnv); stripOp(desc.Op) && mode != "never" {
+		size := int64(desc.DType.Size())
+		np := 16 / size
+		chunk := ceilDiv(ceilDiv(m.n, redSegCluster), np) * np
+		if smem := chunk * size; smem <= redStripSmem {
+			name, ok := lookupKernel("reduce", desc.Op.String(), desc.DType, "segc")
+			if !ok {
+				return nil, id.errorf(ErrUnsupported, "no segc kernel for %s %s", desc.Op, desc.DType)
+			}
+			m.segcK = newKernelRef("reduce", name)
+			m.segcK.smem, m.segcK.smemCap = int(max(smem, 16)), redStripSmem
+			m.segc = *L
+			m.segc.chunk, m.segc.nchunks, m.segc.tiles = chunk, redSegCluster, p.slices*redSegCluster
+			m.segcAny = mode == "always"
+		}
 	}
 	return p, nil
 }
@@ -408,16 +449,29 @@ func (p *ReduceBackward) runMulti(s *driver.Stream, a *ReduceArgs) error {
 		return err
 	}
 	ctx := s.Context()
+	n := int64(16 / p.desc.DType.Size())
+	aligned := a.DX.Buf.Addr%16 == 0 && (!p.desc.Op.needsSaved() || a.X.Buf.Addr%16 == 0)
+	vec := int32(0)
+	if m.seg.kstride[0] == 1 && m.seg.kstride[1]%n == 0 && aligned {
+		vec = 1
+	}
+	if m.segcK != nil && (m.segcAny || m.segc.tiles >= int64(deviceSMs(ctx))) {
+		lf, err := m.segcK.resolve(ctx)
+		if err != nil && !errors.Is(err, errNoBuild) {
+			return err
+		}
+		if err == nil && lf.smemBlocksPerSM > 0 {
+			L := m.segc
+			L.vec = vec
+			return p.launchGrid(s, lf, a, &L, L.tiles, int64(m.segcK.smem))
+		}
+	}
 	lf, err := m.segK.resolve(ctx)
 	if err != nil {
 		return err
 	}
 	L := m.seg
-	n := int64(16 / p.desc.DType.Size())
-	aligned := a.DX.Buf.Addr%16 == 0 && (!p.desc.Op.needsSaved() || a.X.Buf.Addr%16 == 0)
-	if L.kstride[0] == 1 && L.kstride[1]%n == 0 && aligned {
-		L.vec = 1
-	}
+	L.vec = vec
 	grid := max(min(L.tiles, int64(lf.sms*lf.blocksPerSM), maxGridX), 1)
 	if p.desc.Op.hasStats() {
 		L.phase = redPhaseSegStats

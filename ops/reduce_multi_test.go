@@ -321,7 +321,7 @@ func segOffsets(L *reduceLayout, vec bool, n int64) [][]int64 {
 // in the order of the reduced dims' row-major index, once each, with and
 // without packs, over chunked and unchunked slices.
 func TestReduceAxesSegWalk(t *testing.T) {
-	for _, c := range []struct{ shape, axes []int }{
+	for _, c := range []walkCase{
 		{[]int{4, 16, 28, 28}, []int{0, 2, 3}}, {[]int{3, 5, 33}, []int{0, 2}}, {[]int{2, 3, 4, 5}, []int{0, 2}},
 		{[]int{2, 3, 2, 3, 2}, []int{0, 2, 4}}, {[]int{2, 3, 2, 3, 2, 3, 2, 3}, []int{0, 2, 4, 6}},
 		{[]int{3, 2, 3, 2, 3, 2, 3, 2}, []int{1, 3, 5, 7}}, {[]int{16, 4, 4096}, []int{0, 2}}, {[]int{64, 2, 3000}, []int{0, 2}},
@@ -362,19 +362,65 @@ func TestReduceAxesSegWalk(t *testing.T) {
 				}
 				return o
 			}
-			for _, vec := range []bool{false, true} {
-				if vec && (L.kstride[0] != 1 || L.kstride[1]%n != 0) {
-					continue
+			pv, err := NewReduceBackward(ReduceDesc{Op: ReduceVar, DType: dt, Shape: c.shape, Axes: c.axes})
+			if err != nil || pv.multi.segcK == nil {
+				t.Fatalf("%v over %v: var: %v, no segc kernel", c.shape, c.axes, err)
+			}
+			for _, layout := range []*reduceLayout{L, &pv.multi.segc} {
+				if layout.nchunks*layout.slices != layout.tiles || layout.chunk*layout.nchunks < layout.k {
+					t.Fatalf("%v over %v: layout %+v", c.shape, c.axes, *layout)
 				}
-				got := segOffsets(L, vec, n)
-				for sl := range got {
-					for j, o := range got[sl] {
-						if want := at(int64(sl), int64(j)); o != want {
-							t.Fatalf("%v over %v %s vec %v: slice %d position %d at %d, want %d (layout %+v)", c.shape, c.axes, dt, vec, sl, j, o, want, *L)
-						}
-					}
+				c.check(t, dt, layout, n, at)
+			}
+		}
+	}
+}
+
+func (c walkCase) check(t *testing.T, dt dtype.DType, L *reduceLayout, n int64, at func(sl, j int64) int64) {
+	t.Helper()
+	for _, vec := range []bool{false, true} {
+		if vec && (L.kstride[0] != 1 || L.kstride[1]%n != 0) {
+			continue
+		}
+		got := segOffsets(L, vec, n)
+		for sl := range got {
+			for j, o := range got[sl] {
+				if want := at(int64(sl), int64(j)); o != want {
+					t.Fatalf("%v over %v %s vec %v: slice %d position %d at %d, want %d (layout %+v)", c.shape, c.axes, dt, vec, sl, j, o, want, *L)
 				}
 			}
 		}
+	}
+}
+
+type walkCase struct{ shape, axes []int }
+
+// TestReduceAxesSegcPlan: the clustered seg kernel's cut of the bench case,
+// its shared memory bound, and the environment's "never".
+func TestReduceAxesSegcPlan(t *testing.T) {
+	p, err := NewReduceBackward(ReduceDesc{Op: ReduceStd, DType: dtype.F32, Shape: []int{32, 256, 56, 56}, Axes: []int{0, 2, 3}, Correction: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := p.multi
+	if m.segcK == nil || m.segc.chunk != 12544 || m.segc.nchunks != redSegCluster || m.segc.tiles != 256*redSegCluster ||
+		m.segcK.smem != 12544*4 || !strings.HasSuffix(p.Kernel().Name, "_segc") {
+		t.Fatalf("segc %+v, smem %v, kernel %s", m.segc, m.segcK, p.Kernel().Name)
+	}
+	// A slice of 8*60000 f32: a chunk of 240000 bytes, more than a block holds.
+	p, err = NewReduceBackward(ReduceDesc{Op: ReduceVar, DType: dtype.F32, Shape: []int{8, 3, 60000}, Axes: []int{0, 2}})
+	if err != nil || p.multi.segcK != nil || !strings.HasSuffix(p.Kernel().Name, "_seg") {
+		t.Fatalf("large slices: %v, %+v", err, p.multi)
+	}
+	for _, op := range []ReduceOp{ReduceMax, ReduceSum, ReduceProd} {
+		p, err = NewReduceBackward(ReduceDesc{Op: op, DType: dtype.F32, Shape: []int{4, 3, 60}, Axes: []int{0, 2}})
+		if err != nil || p.multi.segcK != nil {
+			t.Fatalf("%s: %v, %+v", op, err, p.multi)
+		}
+	}
+	t.Setenv(reduceSegcEnv, "never")
+	p, err = NewReduceBackward(ReduceDesc{Op: ReduceVar, DType: dtype.F32, Shape: []int{4, 3, 60}, Axes: []int{0, 2}})
+	if err != nil || p.multi.segcK != nil {
+		t.Fatalf("never: %v, %+v", err, p.multi)
 	}
 }

@@ -29,7 +29,7 @@ func (p *ReduceBackward) kernelRefs() []*kernelRef {
 		if m.inner != nil {
 			return m.inner.kernelRefs()
 		}
-		return []*kernelRef{m.segK}
+		return nonNil(m.segK, m.segcK)
 	}
 	return nonNil(p.rowK, p.colK, p.stats, p.apply, p.oneK, p.cluK, p.flatK, p.fixK, p.stripK, p.stripcK)
 }

@@ -22,3 +22,20 @@ func TestReduceAxesGPU(t *testing.T) {
 		}
 	}
 }
+
+// TestReduceAxesClusterGPU runs the multi-axis suite for Var and Std with
+// the clustered seg kernel forced (Run takes it by itself only where its
+// blocks are at least as many as the SMs; on a GPU without clusters the
+// plans keep the two passes).
+func TestReduceAxesClusterGPU(t *testing.T) {
+	t.Setenv("BARACUDA_REDUCE_SEGC", "always")
+	env := testEnv(t)
+	cases := ReduceAxesCases(quick())
+	for _, op := range []ops.ReduceOp{ops.ReduceVar, ops.ReduceStd} {
+		for _, dt := range dtype.All {
+			t.Run("reduce_bw_"+op.String()+"_"+dt.Suffix()+"_segc", func(t *testing.T) {
+				report(t, env.CheckReduceAxes(op, dt, cases, 43))
+			})
+		}
+	}
+}
