@@ -85,7 +85,7 @@ __device__ __forceinline__ void red_seg_each(const ReduceLayout& L, i64 ko, i64 
 		const i64 bp = L.kstride[1] / N;  // packs per segment
 		const i64 n = len / N;
 		const i64 p0 = j0 / N;
-#pragma unroll 2
+#pragma unroll 4
 		for (i64 i = threadIdx.x, p = Rev ? p0 + n - 1 - threadIdx.x : p0 + threadIdx.x; i < n; i += RED_BLOCK, p += step) {
 			const i64 q = red_div(p, bp);
 			fp(ko + red_seg_outer(q, L) + (p - q * bp) * N, (p - p0) * N);
