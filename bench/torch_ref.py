@@ -163,6 +163,17 @@ def reduce_case(op, dt, axis):
     return reduce_backward(op, x.requires_grad_(), axis)
 
 
+# Reductions over several axes (bench/README.md): x.sum(dims), x.mean(dims),
+# x.var(dims), x.amax(dims) with keepdim, backward timed as the other cases.
+AXES_SHAPES = (((32, 256, 56, 56), (0, 2, 3)), ((64, 128, 64, 64), (2, 3)))
+AXES_OPS = ("sum", "mean", "var", "max")
+
+
+def reduce_axes_case(op, dt, shape, axes):
+    x = torch.randn(*shape, device="cuda", dtype=dt)
+    return reduce_backward(op, x.requires_grad_(), axes)
+
+
 def scan_case(op, dt, axis):
     x = torch.randn(4096, 4096, device="cuda", dtype=dt)
     if op == "cumprod":
@@ -193,6 +204,11 @@ def all_cases():
             for op in SCAN:
                 yield (f"scan/{op}/{dt}/4096x4096/axis{axis}", op, dt,
                        lambda op=op, dt=dt, axis=axis: scan_case(op, DTYPES[dt], axis))
+        for shape, axes in AXES_SHAPES:
+            for op in AXES_OPS:
+                name = "x".join(map(str, shape)) + "/axes" + ",".join(map(str, axes))
+                yield (f"reduce/{op}/{dt}/{name}", op, dt,
+                       lambda op=op, dt=dt, shape=shape, axes=axes: reduce_axes_case(op, DTYPES[dt], shape, axes))
         for k in (2, 3):
             yield (f"lppool2d/p2/{dt}/32x64x128x128/k{k}s2", "lppool2d", dt,
                    lambda dt=dt, k=k: lppool_case(2, DTYPES[dt], (32, 64, 128, 128), k, 2))

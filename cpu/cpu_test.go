@@ -72,6 +72,25 @@ func TestReduceGradients(t *testing.T) {
 	}
 }
 
+// TestReduceAxesGradients: reductions over several axes (Axes) against
+// finite differences of their forward.
+func TestReduceAxesGradients(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	shape := []int{3, 4, 5}
+	for _, op := range ops.ReduceOps() {
+		for _, axes := range [][]int{{0, 2}, {-1, 0}, {1, 2}, {0, 1, 2}} {
+			desc := ops.ReduceDesc{Op: op, DType: ops.F64, Shape: shape, Axes: axes, Correction: 1}
+			x := distinct(rng, 60, op == ops.ReduceProd)
+			y, err := cpu.ReduceForward(desc, x)
+			require.NoError(t, err)
+			dy := distinct(rng, len(y), false)
+			dx, err := cpu.ReduceBackward(desc, dy, x, y)
+			require.NoError(t, err)
+			gradCheck(t, op.String(), x, dy, dx, func(x []float64) ([]float64, error) { return cpu.ReduceForward(desc, x) })
+		}
+	}
+}
+
 func TestScanGradients(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	shape := []int{4, 6}

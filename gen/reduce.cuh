@@ -60,3 +60,4 @@
 #include "reduce_pass.cuh"
 #include "reduce_flat.cuh"
 #include "reduce_kernels.cuh"
+#include "reduce_seg.cuh"

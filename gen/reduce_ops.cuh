@@ -23,7 +23,8 @@ enum { RED_FUSED = 0, RED_STATS = 1, RED_APPLY = 2, RED_ONE = 3, RED_CLUSTER = 4
 // RED_CLUSTER_HMAX: the cluster kernel's most threads along k per block
 // (the other col kernels take at most 8; the launcher gives it 32).
 #define RED_CLUSTER_HMAX 32
-enum { RED_PHASE_APPLY = 0, RED_PHASE_TOTAL = 1, RED_PHASE_FLAT = 2 };
+// RED_PHASE_SEG_STATS: the seg kernel's statistics pass (reduce_seg.cuh).
+enum { RED_PHASE_APPLY = 0, RED_PHASE_TOTAL = 1, RED_PHASE_FLAT = 2, RED_PHASE_SEG_STATS = 3 };
 
 // ReduceLayout, the kernels' last parameter: from the spec (gen/spec_layouts.go).
 #include "zlayouts.cuh"

@@ -151,10 +151,10 @@ var builds = []Build{
 	// keeps the base build.
 	{Suffix: "_sm80h", Arch: "compute_80", MinMajor: 8, DTypes: []dtype.DType{dtype.F16}, Families: []string{"scan"},
 		Variants: []string{"colstrip"}, Verify: []string{"sm_80", "sm_90"}},
-	// compute_90 for what only Hopper has: the reduce family's "cluster"
-	// and "stripc" variants (thread block clusters, distributed shared
+	// compute_90 for what only Hopper has: the reduce family's "cluster",
+	// "stripc" and "segc" variants (thread block clusters, distributed shared
 	// memory), every dtype. The other kernels keep their builds.
-	{Suffix: "_sm90", Arch: "compute_90", MinMajor: 9, Families: []string{"reduce"}, Variants: []string{"cluster", "stripc"},
+	{Suffix: "_sm90", Arch: "compute_90", MinMajor: 9, Families: []string{"reduce"}, Variants: []string{"cluster", "stripc", "segc"},
 		Verify: []string{"sm_90"}},
 }
 

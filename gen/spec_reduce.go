@@ -15,7 +15,8 @@ package main
 // and "stripc" (compute capability 9.0 and up, their own build) run the
 // split col slices and the strips of an op with statistics as thread
 // block clusters, which combine their partials through distributed shared
-// memory. A variant is instantiated only for the ops it serves (the lists
+// memory. "seg" reduces over several axes whose reduced dims do not
+// coalesce into one group (ops/reduce_multi.go). A variant is instantiated only for the ops it serves (the lists
 // below). Layout is ReduceLayout (spec_layouts.go).
 // redCluster is the cluster variant's blocks per cluster
 // (also RED_CLUSTER_BLOCKS and ops' redCluster, through gen/spec_consts.go): 2, which
@@ -30,6 +31,12 @@ const redCluster = 2
 // shared memory. ops' TestReduceClusterSizesAgree checks that the PTX's
 // cluster sizes (from these constants) and the launcher's agree.
 const redStripCluster = 2
+
+// redSegCluster is the "segc" variant's blocks per cluster (also
+// RED_SEG_CLUSTER and ops' redSegCluster, through gen/spec_consts.go): 8,
+// the most a portable cluster holds, so that a slice of up to 8 times a
+// block's shared memory is read once.
+const redSegCluster = 8
 
 // The ops each variant is instantiated for; a variant's template is empty
 // for the others, which its launcher never takes. redStatsOps are the ops
@@ -93,5 +100,13 @@ var reduceFamily = Family{
 		{Name: "strip", Template: "reduce_strip", Ops: redStatsOps},
 		{Name: "cluster", Template: "reduce_cluster", MinMajor: 9, Cluster: redCluster, Ops: redStatsOps},
 		{Name: "stripc", Template: "reduce_stripc", MinMajor: 9, Cluster: redStripCluster, Ops: redStatsOps},
+		// seg: several reduced axes that do not coalesce into one group
+		// (reduce_seg.cuh); every op, a statistics pass and an apply pass
+		// chosen by the layout's phase, so one entry per (op, dtype).
+		{Name: "seg", Template: "reduce_seg"},
+		// segc: var and std on the seg path as clusters of redSegCluster
+		// blocks, one cluster per slice, which keep x in shared memory
+		// (compute capability 9.0, its own build).
+		{Name: "segc", Template: "reduce_segc", MinMajor: 9, Cluster: redSegCluster, Ops: redMomentOps},
 	},
 }

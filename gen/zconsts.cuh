@@ -38,6 +38,9 @@
 // RED_STRIP_CLUSTER: blocks per cluster of the clustered strip kernel (reduce_stripc).
 #define RED_STRIP_CLUSTER 2
 
+// RED_SEG_CLUSTER: blocks per cluster of the clustered seg kernel (reduce_segc): chunks per slice.
+#define RED_SEG_CLUSTER 8
+
 // RED_FLAT_LOCAL: up to this many slices the flat kernel's blocks count in shared memory.
 #define RED_FLAT_LOCAL 64
 

@@ -10,16 +10,17 @@ import (
 )
 
 // TestReduceClusterSizesAgree ties the blocks per thread block cluster of
-// the reduce family's "cluster" and "stripc" kernels that the launcher's
-// grid arithmetic and the kernels' own tiling assume (redCluster and
-// redStripCluster, RED_CLUSTER_BLOCKS and RED_STRIP_CLUSTER, one row each
-// of gen/spec_consts.go) to the cluster size compiled into each kernel
+// the reduce family's "cluster", "stripc" and "segc" kernels that the
+// launcher's grid arithmetic and the kernels' own tiling assume
+// (redCluster, redStripCluster and redSegCluster, RED_CLUSTER_BLOCKS,
+// RED_STRIP_CLUSTER and RED_SEG_CLUSTER, one row each of
+// gen/spec_consts.go) to the cluster size compiled into each kernel
 // (.reqnctapercluster in the embedded PTX, from the spec table's Cluster).
 // A mismatch would otherwise show only on a GPU, as wrong values where a
 // strip's rows are cut between blocks.
 func TestReduceClusterSizesAgree(t *testing.T) {
 	src := embeddedModule(t, "reduce_sm90")
-	want := map[string]int{"_cluster": redCluster, "_stripc": redStripCluster}
+	want := map[string]int{"_cluster": redCluster, "_stripc": redStripCluster, "_segc": redSegCluster}
 	seen := map[string]int{}
 	head := regexp.MustCompile(`(?s)^(\w+)\(.*?\)([^{]*)\{`)
 	reqn := regexp.MustCompile(`\.reqnctapercluster (\d+), 1, 1`)

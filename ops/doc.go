@@ -4,7 +4,7 @@
 //   - binary: the gradients of add, sub, mul, div, maximum, minimum, pow,
 //     atan2, hypot and lerp (NewBinaryBackward);
 //   - reduce: sum, mean, max, min, prod, norm2, logsumexp, var and std over
-//     one axis (NewReduceBackward);
+//     one axis or a set of axes (NewReduceBackward; ReduceDesc.Axes);
 //   - scan: cumsum, cumprod, cummax, cummin and logcumsumexp along one axis
 //     (NewScanBackward);
 //   - LP pooling, 1d and 2d, any p > 0 (NewLpPool1dBackward,

@@ -66,6 +66,31 @@ func ExampleNewReduceBackward() {
 	// true
 }
 
+// A reduction over several axes: BatchNorm's variance over dims (0, 2, 3)
+// of an NCHW tensor, as x.var((0, 2, 3)); the reduced dims do not form one
+// group, so the plan takes the seg path (on compute capability 9.0 its
+// clustered form, segc, for var and std). The last two dims form one
+// group: that plan is the single-axis plan on the [64*128, 64*64] view.
+func ExampleNewReduceBackward_axes() {
+	plan, err := ops.NewReduceBackward(ops.ReduceDesc{Op: ops.ReduceVar, DType: ops.F32, Shape: []int{32, 256, 56, 56},
+		Axes: []int{0, 2, 3}, Correction: 1})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(plan.KeepdimShape(), plan.ReducedShape(), plan.Path(), plan.Kernel().Name)
+	plan, err = ops.NewReduceBackward(ops.ReduceDesc{Op: ops.ReduceMean, DType: ops.BF16, Shape: []int{64, 128, 64, 64}, Axes: []int{-2, -1}})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(plan.ReducedShape(), plan.Path())
+	_, err = ops.NewReduceBackward(ops.ReduceDesc{Op: ops.ReduceSum, DType: ops.F32, Shape: []int{4, 5}, Axes: []int{1, -1}})
+	fmt.Println(errors.Is(err, ops.ErrAxis))
+	// Output:
+	// [1 256 1 1] [256] seg reduce_bw_var_f32_segc
+	// [64 128] single
+	// true
+}
+
 // A scan plan: cumsum along the last axis of a [2, 1000] tensor, as
 // torch.cumsum(x, -1) does forward.
 func ExampleNewScanBackward() {

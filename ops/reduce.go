@@ -5,15 +5,18 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 
 	"github.com/baracuda-go/baracuda/driver"
 	"github.com/baracuda-go/baracuda/dtype"
 )
 
-// ReduceOp is a single-axis reduction whose backward ReduceBackward
-// computes. With g = dy broadcast along the reduced axis, N the axis length,
-// x the saved input and y the saved output, the gradients are PyTorch's
-// (docs/semantics.md, section 3):
+// ReduceOp is a reduction, over one axis or a set of axes, whose backward
+// ReduceBackward computes. With g = dy broadcast along the reduced axes, N
+// the number of elements of a slice (the axis length, or the product of the
+// reduced axes' lengths), x the saved input and y the saved output, the
+// gradients are PyTorch's (docs/semantics.md, section 3); a slice is the
+// whole reduced set, so ties, zeros and the mean are the set's:
 type ReduceOp uint8
 
 const (
@@ -94,7 +97,8 @@ func (op ReduceOp) provisional() bool {
 	return op == ReduceMax || op == ReduceMin || op == ReduceProd
 }
 
-// ReduceDesc describes a reduction backward over one axis.
+// ReduceDesc describes a reduction backward over one axis (Axis) or over
+// a set of axes (Axes).
 type ReduceDesc struct {
 	Op    ReduceOp
 	DType dtype.DType
@@ -104,8 +108,26 @@ type ReduceDesc struct {
 	// dim) drops dim); both forms name the same memory.
 	Shape []int
 	// Axis is the reduced axis, in -rank..rank-1; negative values count
-	// from the end as in Python.
+	// from the end as in Python. It is used where Axes is nil, and must be
+	// 0 where Axes is not.
 	Axis int
+	// Axes, where not nil, is the set of reduced axes (PyTorch's dim given
+	// as a tuple): any subset, in any order, each in -rank..rank-1 and
+	// named once (a duplicate is an ErrAxis). dy and y then have the input
+	// shape with every reduced axis set to 1 (keepdim=True) or removed
+	// (keepdim=False). One axis is the same plan as Axis. An empty, non-nil
+	// Axes is an ErrAxis: PyTorch's dim=() reduces every dim in some ops
+	// and none in others, so to reduce every dim list them all. N in the
+	// ops' formulas is the number of elements of the reduced set: Mean
+	// divides by it, Var and Std take N - Correction, Max and Min split
+	// dy among the ties of the whole set, Prod counts its zeros over it.
+	// How Run computes it is in reduce_multi.go: the plan coalesces the
+	// shape (size-1 dims dropped, adjacent reduced dims merged, adjacent
+	// kept dims merged); where the reduced dims form one group it is the
+	// single-axis plan on that view (any strides that merge over the
+	// groups), else a kernel that reads each slice segment by segment
+	// (contiguous operands only).
+	Axes []int
 	// Correction is Var's and Std's c (the divisor is N - c), used as given:
 	// the zero value means c = 0 (the population variance). PyTorch's
 	// default is 1, so torch.var(x, dim) corresponds to Correction: 1. It
@@ -164,13 +186,18 @@ type ReduceBackward struct {
 	stripAny bool        // ... wherever the shape and operands allow it
 	stripcK  *kernelRef  // the strip kernel as thread block clusters (compute capability 9.0; nil where off)
 	stripc   reduceStrip // its cut (rows per block in chunk)
+
+	// multi is a plan over two or more axes (reduce_multi.go); nil for one.
+	multi *reduceMulti
 }
 
 // NewReduceBackward validates desc and returns a plan for it. The error
 // wraps ErrUnsupported for an unknown op, ErrDType for an invalid dtype,
 // ErrRank or ErrShape for a bad shape (also for Max and Min over an empty
-// axis, which PyTorch's forward rejects), ErrAxis for an axis out of range
-// and ErrParam for a Correction that is not finite.
+// axis or set of axes, which PyTorch's forward rejects), ErrAxis for an
+// axis out of range, a duplicate in Axes or an empty non-nil Axes, and
+// ErrParam for a Correction that is not finite or for Axis and Axes both
+// set.
 func NewReduceBackward(desc ReduceDesc) (*ReduceBackward, error) {
 	id := planID{plan: "ReduceBackward", op: desc.Op.String(), dt: desc.DType}
 	if desc.Op < ReduceSum || desc.Op > ReduceStd {
@@ -182,6 +209,23 @@ func NewReduceBackward(desc ReduceDesc) (*ReduceBackward, error) {
 	if err := id.checkShape("shape", desc.Shape, 1); err != nil {
 		return nil, err
 	}
+	var axes []int
+	if desc.Axes != nil {
+		var err error
+		if axes, err = id.normalizeAxes(&desc); err != nil {
+			return nil, err
+		}
+		if len(axes) == 1 {
+			one := desc
+			one.Axis, one.Axes = axes[0], nil
+			p, err := NewReduceBackward(one)
+			if err != nil {
+				return nil, err
+			}
+			p.desc.Axis, p.desc.Axes = desc.Axis, slices.Clone(desc.Axes)
+			return p, nil
+		}
+	}
 	axis, err := id.normalizeAxis(desc.Axis, desc.Shape)
 	if err != nil {
 		return nil, err
@@ -192,6 +236,12 @@ func NewReduceBackward(desc ReduceDesc) (*ReduceBackward, error) {
 			return nil, id.errorf(ErrShape, "shape %v has more than 2^60 elements", desc.Shape)
 		}
 		numel *= int64(d)
+	}
+	if axes != nil {
+		if (desc.Op == ReduceVar || desc.Op == ReduceStd) && (math.IsNaN(desc.Correction) || math.IsInf(desc.Correction, 0)) {
+			return nil, id.errorf(ErrParam, "correction %v must be finite", desc.Correction)
+		}
+		return newReduceMulti(id, desc, axes, numel)
 	}
 	k := int64(desc.Shape[axis])
 	if k == 0 && (desc.Op == ReduceMax || desc.Op == ReduceMin) {
@@ -354,7 +404,22 @@ func (p *ReduceBackward) Kernel() KernelInfo {
 	// "strip" where the plan has only the one-block form; Run takes them
 	// where the device has the build and gives a block the strip's shared
 	// memory (and, but for "always", the blocks are at least as many as
-	// its SMs).
+	// its SMs). A plan over several axes names the single-axis plan's
+	// kernel on its coalesced view (Path "single"), or the seg kernel,
+	// which writes dx in its apply pass (Path "seg"), but "segc" where the
+	// plan has the clustered seg kernel (var and std whose slices fit a
+	// cluster's shared memory), the form Run takes on compute capability
+	// 9.0 and up where its blocks are at least as many as the GPU's SMs.
+	if m := p.multi; m != nil {
+		if m.inner != nil {
+			return m.inner.Kernel()
+		}
+		ref := m.segK
+		if m.segcK != nil {
+			ref = m.segcK
+		}
+		return KernelInfo{Name: ref.name, Family: "reduce", Op: p.id.op, DType: p.desc.DType, Backend: backend}
+	}
 	geo, row := p.denseGeom()
 	ref := p.colK
 	switch {
@@ -383,24 +448,26 @@ func (p *ReduceBackward) Precision() Precision {
 
 // WorkspaceSize returns the bytes of scratch memory Run needs in
 // ReduceArgs.Workspace: 0 except for ops with statistics (Max, Min, Prod,
-// Var, Std) over few, long slices, whose partial statistics Run keeps
-// there. It depends only on the descriptor, not on the GPU.
+// Var, Std) over few, long slices, and on the seg path of a plan over
+// several axes (Path "seg"), whose partial statistics Run keeps there. It
+// depends only on the descriptor, not on the GPU.
 func (p *ReduceBackward) WorkspaceSize() int64 { return p.ws }
 
 // Desc returns the plan's descriptor.
 func (p *ReduceBackward) Desc() ReduceDesc {
 	d := p.desc
 	d.Shape = append([]int(nil), p.shape...)
+	d.Axes = slices.Clone(p.desc.Axes)
 	return d
 }
 
 // KeepdimShape is a shape dy and y may have: the input shape with the
-// reduced axis set to 1 (PyTorch's keepdim=True).
+// reduced axis (or axes) set to 1 (PyTorch's keepdim=True).
 func (p *ReduceBackward) KeepdimShape() []int { return append([]int(nil), p.keep...) }
 
 // ReducedShape is the other shape dy and y may have: the input shape
-// without the reduced axis (PyTorch's default, keepdim=False; for a rank-1
-// input, a 0-d tensor).
+// without the reduced axis or axes (PyTorch's default, keepdim=False;
+// where every axis is reduced, a 0-d tensor).
 func (p *ReduceBackward) ReducedShape() []int { return append([]int{}, p.reduced...) }
 
 // keptStride is the stride of dim d of the input shape in a dy or y given
@@ -437,6 +504,9 @@ func (p *ReduceBackward) operand(field string, t *Tensor, role tensorRole, keep 
 func (p *ReduceBackward) Check(a *ReduceArgs) error {
 	if a == nil {
 		return p.id.errorf(ErrMissing, "args is nil")
+	}
+	if p.multi != nil {
+		return p.checkMulti(a)
 	}
 	if err := p.operand("dy", &a.DY, roleInput, true); err != nil {
 		return err

@@ -248,6 +248,9 @@ func (p *ReduceBackward) Run(s *driver.Stream, a *ReduceArgs) error {
 	if p.numel == 0 {
 		return nil
 	}
+	if p.multi != nil {
+		return p.runMulti(s, a)
+	}
 	// A kernel is resolved (on first use, JIT-compiled) only where Run may
 	// launch it: each test that needs no loaded function comes first.
 	var L reduceLayout

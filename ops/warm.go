@@ -30,6 +30,12 @@ func (p *BinaryBackward) kernelRefs() []*kernelRef {
 }
 
 func (p *ReduceBackward) kernelRefs() []*kernelRef {
+	if m := p.multi; m != nil {
+		if m.inner != nil {
+			return m.inner.kernelRefs()
+		}
+		return nonNil(m.segK, m.segcK)
+	}
 	return nonNil(p.rowK, p.colK, p.stats, p.apply, p.oneK, p.cluK, p.flatK, p.fixK, p.stripK, p.stripcK)
 }
 

@@ -40,6 +40,9 @@ const (
 	// redStripCluster is RED_STRIP_CLUSTER: blocks per cluster of the clustered strip kernel (reduce_stripc).
 	redStripCluster = 2
 
+	// redSegCluster is RED_SEG_CLUSTER: blocks per cluster of the clustered seg kernel (reduce_segc): chunks per slice.
+	redSegCluster = 8
+
 	// redFlatLocal is RED_FLAT_LOCAL: up to this many slices the flat kernel's blocks count in shared memory.
 	redFlatLocal = 64
 

@@ -39,6 +39,23 @@ func init() {
 				})
 			}
 		}
+		// Several axes: BatchNorm-style statistics over dims (0, 2, 3) (the
+		// seg kernel) and the last two dims (one group: the single-axis
+		// plan on the [8192, 4096] view).
+		for _, mc := range benchAxesShapes {
+			for _, op := range []ops.ReduceOp{ops.ReduceSum, ops.ReduceMean, ops.ReduceVar, ops.ReduceMax} {
+				n := numel(mc.shape)
+				m := numel(keepdimAxes(mc.shape, mc.axes))
+				elems := 2*n + 2*m
+				if op == ops.ReduceSum || op == ops.ReduceMean {
+					elems = n + m
+				}
+				benchCases = append(benchCases, benchCase{
+					name: fmt.Sprintf("reduce/%s/%s/%s/axes%s", op, dt.Suffix(), shapeName(mc.shape), axesName(mc.axes)), op: op.String(), dt: dt, elems: elems,
+					setup: func(b *benchEnv) (func() error, error) { return setupReduceAxes(b, op, dt, mc.shape, mc.axes) },
+				})
+			}
+		}
 		for _, k := range []int{2, 3} {
 			benchCases = append(benchCases, benchCase{
 				name: fmt.Sprintf("lppool2d/p2/%s/32x64x128x128/k%ds2", dt.Suffix(), k), op: "lppool2d", dt: dt,
@@ -144,6 +161,86 @@ func setupScan(b *benchEnv, op ops.ScanOp, dt dtype.DType, shape []int, axis int
 	yv := scanForward(op, xv, shape, axis)
 	dy := b.values(dt, numel(shape), b.normal)
 	return scanRun(b, op, dt, shape, axis, dtype.Encode(dt, xv), dtype.Encode(dt, yv), dtype.Encode(dt, dy))
+}
+
+// benchAxesShapes are the multi-axis reduce cases (bench/README.md).
+var benchAxesShapes = []struct{ shape, axes []int }{
+	{[]int{32, 256, 56, 56}, []int{0, 2, 3}},
+	{[]int{64, 128, 64, 64}, []int{2, 3}},
+}
+
+// shapeName is shape as case names spell it, e.g. "32x256x56x56".
+func shapeName(shape []int) string {
+	s := ""
+	for i, d := range shape {
+		if i > 0 {
+			s += "x"
+		}
+		s += fmt.Sprint(d)
+	}
+	return s
+}
+
+// axesName is axes as case names spell them, e.g. "0,2,3".
+func axesName(axes []int) string {
+	s := ""
+	for i, a := range axes {
+		if i > 0 {
+			s += ","
+		}
+		s += fmt.Sprint(a)
+	}
+	return s
+}
+
+// keepdimAxes is shape with every axis of axes set to 1.
+func keepdimAxes(shape, axes []int) []int {
+	k := append([]int(nil), shape...)
+	for _, a := range axes {
+		k[a] = 1
+	}
+	return k
+}
+
+// setupReduceAxes is setupReduce over several axes: y is the true forward
+// of the stored x over the whole set (var with correction 1).
+func setupReduceAxes(b *benchEnv, op ops.ReduceOp, dt dtype.DType, shape, axes []int) (func() error, error) {
+	kshape := keepdimAxes(shape, axes)
+	xv := b.values(dt, numel(shape), b.normal)
+	v := ref.NewAxesSlices(shape, axes)
+	yv := make([]float64, v.Count())
+	parallel(v.Count(), func(lo, hi int) {
+		buf := make([]float64, v.K)
+		for s := lo; s < hi; s++ {
+			v.Gather(xv, s, buf)
+			yv[s] = ref.ReduceForward(op.String(), buf, 1)
+		}
+	})
+	dy := b.values(dt, numel(kshape), b.normal)
+	plan, err := ops.NewReduceBackward(ops.ReduceDesc{Op: op, DType: dt, Shape: shape, Axes: axes, Correction: 1})
+	if err != nil {
+		return nil, err
+	}
+	var t [3]driver.Buffer
+	for i, enc := range [][]byte{dtype.Encode(dt, dy), dtype.Encode(dt, xv), dtype.Encode(dt, yv)} {
+		if t[i], err = b.uploadBytes(enc); err != nil {
+			return nil, err
+		}
+	}
+	dx, err := b.upload(dt, numel(shape), nil)
+	if err != nil {
+		return nil, err
+	}
+	ws, err := b.workspace(plan.WorkspaceSize())
+	if err != nil {
+		return nil, err
+	}
+	args := &ops.ReduceArgs{DY: ops.NewTensor(t[0], dt, kshape...), X: ops.NewTensor(t[1], dt, shape...),
+		Y: ops.NewTensor(t[2], dt, kshape...), DX: ops.NewTensor(dx, dt, shape...), Workspace: ws}
+	if err := plan.Check(args); err != nil {
+		return nil, err
+	}
+	return func() error { return plan.Run(b.stream, args) }, nil
 }
 
 // scanForward is y of x scanned along axis, in float64.

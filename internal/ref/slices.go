@@ -23,6 +23,9 @@ func NewAxisSlices(shape []int, axis int) AxisSlices {
 // Count is the number of slices.
 func (v AxisSlices) Count() int { return v.Outer * v.Inner }
 
+// Len is the elements per slice, K.
+func (v AxisSlices) Len() int { return v.K }
+
 // At is the row-major index of position j of slice s.
 func (v AxisSlices) At(s, j int) int {
 	o, i := s/v.Inner, s%v.Inner

@@ -1,0 +1,261 @@
+#pragma once
+// The seg variant (reduce_seg): a reduction over several axes whose
+// reduced dims do not form one group after coalescing, on contiguous
+// operands. x is seen as alternating groups of kept and reduced dims
+// (adjacent dims of one kind merged, size-1 dims dropped); slice c (an
+// index over the kept groups, the order of dy and y) holds the N = L.k
+// elements of the reduced groups. Its elements are segments: the innermost
+// reduced group is a run of L.kstride[1] elements at stride L.kstride[0]
+// (1 when the innermost dim is reduced), and segment q sits at an offset
+// from the outer reduced groups. The launcher reads the layout as:
+//   k = N, slices = C (product of the kept groups), chunk/nchunks/tiles:
+//   each slice cut into nchunks chunks of chunk positions, tile
+//   t = c*nchunks + chunk, one block per tile;
+//   srank, sdim[0..srank), sstride[0][0..srank): the kept groups' sizes
+//   and x (and dx) strides, outermost first;
+//   cvec: the outer reduced groups (0..3), their sizes in
+//   sstride[1][0..cvec) and strides in sstride[2][0..cvec), outermost first;
+//   kstride = {inner segment stride, segment length};
+//   vec: 16-byte packs (the innermost dim is reduced, the segment length a
+//   multiple of a pack, x and dx 16-byte aligned; chunk is a multiple of a
+//   pack);
+//   phase: RED_PHASE_SEG_STATS for the statistics pass, else the apply pass.
+// Ops with statistics launch it twice: the statistics pass writes each
+// tile's partial statistics to ws[t] (and the provisional dx of max, min
+// and prod), the apply pass combines a slice's partials in an order fixed
+// by nchunks (so deterministic) and writes dx (for the provisional ops only
+// in the slices where the provisional dx is wrong). The other ops launch
+// the apply pass alone.
+#include "reduce_kernels.cuh"
+
+// red_div is a / b for 0 <= a, 0 < b, in 32 bits where both fit.
+__device__ __forceinline__ i64 red_div(i64 a, i64 b) {
+	return ((a | b) >> 32) == 0 ? (i64)((unsigned)a / (unsigned)b) : a / b;
+}
+
+// red_seg_kept is slice c's offset in x and dx.
+__device__ __forceinline__ i64 red_seg_kept(i64 c, const ReduceLayout& L) {
+	i64 o = 0, rem = c;
+#pragma unroll
+	for (int d = 3; d >= 0; --d) {
+		if (d < L.srank) {
+			i64 idx = rem;
+			if (d > 0) {
+				const i64 q = red_div(rem, L.sdim[d]);
+				idx = rem - q * L.sdim[d];
+				rem = q;
+			}
+			o += idx * L.sstride[0][d];
+		}
+	}
+	return o;
+}
+
+// red_seg_outer is segment q's offset over the outer reduced groups.
+__device__ __forceinline__ i64 red_seg_outer(i64 q, const ReduceLayout& L) {
+	i64 o = 0, rem = q;
+#pragma unroll
+	for (int d = 2; d >= 0; --d) {
+		if (d < L.cvec) {
+			i64 idx = rem;
+			if (d > 0) {
+				const i64 n = L.sstride[1][d];
+				const i64 r = red_div(rem, n);
+				idx = rem - r * n;
+				rem = r;
+			}
+			o += idx * L.sstride[2][d];
+		}
+	}
+	return o;
+}
+
+// red_seg_each calls fp(o, e) for each 16-byte pack (o: the offset of its
+// first element, e: its first position less j0) of positions
+// [j0, j0+len) that this thread takes, with L.vec, else fs(o, e) for each
+// element; the block's threads take every
+// RED_BLOCK-th pack or element, first to last, or with Rev last to first
+// (the apply pass after a statistics pass: its first reads then hit what
+// the statistics pass left in L2, the ends of the chunks).
+template <typename T, bool Rev, typename FP, typename FS>
+__device__ __forceinline__ void red_seg_each(const ReduceLayout& L, i64 ko, i64 j0, i64 len, FP fp, FS fs) {
+	constexpr int N = Pack<T>::N;
+	const int step = Rev ? -RED_BLOCK : RED_BLOCK;
+	if (L.vec) {
+		const i64 bp = L.kstride[1] / N;  // packs per segment
+		const i64 n = len / N;
+		const i64 p0 = j0 / N;
+#pragma unroll 4
+		for (i64 i = threadIdx.x, p = Rev ? p0 + n - 1 - threadIdx.x : p0 + threadIdx.x; i < n; i += RED_BLOCK, p += step) {
+			const i64 q = red_div(p, bp);
+			fp(ko + red_seg_outer(q, L) + (p - q * bp) * N, (p - p0) * N);
+		}
+	} else {
+		const i64 bi = L.kstride[1], si = L.kstride[0];
+		for (i64 i = threadIdx.x, j = Rev ? j0 + len - 1 - threadIdx.x : j0 + threadIdx.x; i < len; i += RED_BLOCK, j += step) {
+			const i64 q = red_div(j, bi);
+			fs(ko + red_seg_outer(q, L) + (j - q * bi) * si, j - j0);
+		}
+	}
+}
+
+// red_block_total combines v over the block's threads in a fixed order (a
+// warp butterfly, then the warps in index order) and returns the total to
+// every thread (sm: RED_BLOCK/32 entries). Every thread must call it.
+template <typename Op, typename M> __device__ __forceinline__ RedAcc<M> red_block_total(RedAcc<M> v, RedAcc<M>* sm) {
+	red_warp_total<Op>(v);
+	if ((threadIdx.x & 31) == 0) sm[threadIdx.x >> 5] = v;
+	__syncthreads();
+	RedAcc<M> t = sm[0];
+#pragma unroll
+	for (int w = 1; w < RED_BLOCK / 32; ++w) Op::combine(t, sm[w]);
+	__syncthreads();
+	return t;
+}
+
+// red_seg_slice_total is slice c's total from its nchunks partials: warp 0
+// combines them (lanes stride the chunks, then the butterfly: an order
+// fixed by nchunks) and shares it through sm[0].
+template <typename Op, typename M>
+__device__ __forceinline__ RedAcc<M> red_seg_slice_total(const RedAcc<M>* __restrict__ ws, i64 c, i64 nc, RedAcc<M>* sm) {
+	if (threadIdx.x < 32) {
+		RedAcc<M> acc = Op::template init<M>();
+		for (i64 i = threadIdx.x; i < nc; i += 32) Op::combine(acc, ws[c * nc + i]);
+		red_warp_total<Op>(acc);
+		if (threadIdx.x == 0) sm[0] = acc;
+	}
+	__syncthreads();
+	const RedAcc<M> t = sm[0];
+	__syncthreads();
+	return t;
+}
+
+template <typename T, typename Op>
+__device__ __forceinline__ void reduce_seg(const T* __restrict__ x, const T* __restrict__ y,
+		const T* __restrict__ dy, T* __restrict__ dx, void* __restrict__ wsv, const ReduceLayout& L) {
+	typedef typename OpMath<T>::type M;
+	constexpr int N = Pack<T>::N;
+	constexpr bool prov = Op::provisional;
+	RedAcc<M>* ws = static_cast<RedAcc<M>*>(wsv);
+	__shared__ RedAcc<M> sm[RED_BLOCK / 32];
+	const bool stats = L.phase == RED_PHASE_SEG_STATS;
+	if (stats && !Op::stats) return;
+	// The apply pass after a statistics pass walks the tiles last to first
+	// (and each chunk backwards, see red_seg_each): the tiles the
+	// statistics pass read last come first, while L2 still holds them.
+	const bool rev = !stats && Op::stats;
+	for (i64 b = blockIdx.x; b < L.tiles; b += gridDim.x) {  // block-uniform
+		const i64 t = rev ? L.tiles - 1 - b : b;
+		const i64 c = red_div(t, L.nchunks);
+		const i64 j0 = (t - c * L.nchunks) * L.chunk;
+		const i64 len = min(L.chunk, L.k - j0);
+		const i64 ko = red_seg_kept(c, L);
+		const M g = to_op(dy[c]);
+		const M yv = Op::needs_y ? to_op(y[c]) : M(0);
+		if (stats) {
+			RedAcc<M> acc = Op::template init<M>();
+			const RedCtx<M> pc = Op::template slice<M>(g, yv, Op::template assumed<M>(), L.scale, L.k);
+			red_seg_each<T, false>(L, ko, j0, len,
+				[&](i64 o, i64) {
+					const Pack<T> v = load_pack(x + o);
+					Pack<T> r;
+#pragma unroll
+					for (int e = 0; e < N; ++e) {
+						const M xv = to_op(v.v[e]);
+						Op::accum(acc, xv, yv);
+						if (prov) r.v[e] = from_op<T>(Op::elem(pc, xv));
+					}
+					if (prov) store_pack(dx + o, r);
+				},
+				[&](i64 o, i64) {
+					const M xv = to_op(x[o]);
+					Op::accum(acc, xv, yv);
+					if (prov) dx[o] = from_op<T>(Op::elem(pc, xv));
+				});
+			acc = red_block_total<Op>(acc, sm);
+			if (threadIdx.x == 0) ws[t] = acc;
+			continue;
+		}
+		RedAcc<M> total = Op::template init<M>();
+		if (Op::stats) {
+			total = red_seg_slice_total<Op>(ws, c, L.nchunks, sm);
+			if (prov && !Op::fix(total)) continue;
+		}
+		const RedCtx<M> cx = Op::template slice<M>(g, yv, total, L.scale, L.k);
+		red_seg_each<T, Op::stats>(L, ko, j0, len,
+			[&](i64 o, i64) {
+				Pack<T> v, r;
+				if (Op::needs_x) v = load_pack(x + o);
+#pragma unroll
+				for (int e = 0; e < N; ++e) r.v[e] = from_op<T>(Op::elem(cx, Op::needs_x ? to_op(v.v[e]) : M(0)));
+				store_pack(dx + o, r);
+			},
+			[&](i64 o, i64) { dx[o] = from_op<T>(Op::elem(cx, Op::needs_x ? to_op(x[o]) : M(0))); });
+	}
+}
+
+// reduce_segc: var and std on the seg path as thread block clusters of
+// RED_SEG_CLUSTER blocks (compute capability 9.0; empty below it and for
+// the other ops, it is only launched from the compute_90 build): cluster c
+// is slice c, block rank r its chunk r (L.chunk positions, L.nchunks ==
+// RED_SEG_CLUSTER, tiles = slices*RED_SEG_CLUSTER, one block per tile).
+// Each block keeps its chunk of x in dynamic shared memory, publishes its
+// partial sum, and after a cluster barrier combines the cluster's partials
+// in rank order (the same bits in every block) and writes dx from shared
+// memory: x is read once, where the two passes read it twice.
+template <typename T, typename Op>
+__device__ __forceinline__ void reduce_segc(const T* __restrict__ x, const T* __restrict__ y,
+		const T* __restrict__ dy, T* __restrict__ dx, void* __restrict__, const ReduceLayout& L) {
+#if __CUDA_ARCH__ >= 900
+	typedef typename OpMath<T>::type M;
+	constexpr int N = Pack<T>::N;
+	if (!Op::stats || Op::provisional) return;
+	__shared__ RedAcc<M> sm[RED_BLOCK / 32];
+	__shared__ RedAcc<M> pub;
+	T* buf = reinterpret_cast<T*>(red_dyn);
+	const i64 c = blockIdx.x / RED_SEG_CLUSTER;
+	const int r = blockIdx.x % RED_SEG_CLUSTER;
+	const i64 j0 = r * L.chunk;
+	const i64 len = min(L.chunk, L.k - j0);  // <= 0 for the empty last chunks of a short slice
+	const i64 ko = red_seg_kept(c, L);
+	const M g = to_op(dy[c]);
+	const M yv = Op::needs_y ? to_op(y[c]) : M(0);
+	RedAcc<M> acc = Op::template init<M>();
+	// Position j0 + e of the slice is kept in buf[e].
+	red_seg_each<T, false>(L, ko, j0, len,
+		[&](i64 o, i64 e) {
+			const Pack<T> v = load_pack(x + o);
+			*reinterpret_cast<Pack<T>*>(buf + e) = v;
+#pragma unroll
+			for (int u = 0; u < N; ++u) Op::accum(acc, to_op(v.v[u]), yv);
+		},
+		[&](i64 o, i64 e) {
+			const T v = x[o];
+			buf[e] = v;
+			Op::accum(acc, to_op(v), yv);
+		});
+	acc = red_block_total<Op>(acc, sm);
+	if (threadIdx.x == 0) pub = acc;
+	red_cluster_arrive();
+	red_cluster_wait();
+	RedAcc<M> total = red_dsmem(&pub, 0);
+#pragma unroll
+	for (int q = 1; q < RED_SEG_CLUSTER; ++q) Op::combine(total, red_dsmem(&pub, q));
+	// Done reading the others' partials; the kernel waits on this
+	// barrier before it exits, so that no block's shared memory goes
+	// while another block may still read it.
+	red_cluster_arrive();
+	const RedCtx<M> cx = Op::template slice<M>(g, yv, total, L.scale, L.k);
+	// Each thread reads back the elements it stored.
+	red_seg_each<T, false>(L, ko, j0, len,
+		[&](i64 o, i64 e) {
+			const Pack<T> v = *reinterpret_cast<const Pack<T>*>(buf + e);
+			Pack<T> out;
+#pragma unroll
+			for (int u = 0; u < N; ++u) out.v[u] = from_op<T>(Op::elem(cx, to_op(v.v[u])));
+			store_pack(dx + o, out);
+		},
+		[&](i64 o, i64 e) { dx[o] = from_op<T>(Op::elem(cx, to_op(buf[e]))); });
+	red_cluster_wait();
+#endif
+}
