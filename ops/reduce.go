@@ -491,22 +491,25 @@ func (p *ReduceBackward) operand(field string, t *Tensor, role tensorRole, keep 
 	}
 	err := p.id.checkTensor(field, t, role, p.desc.DType, shape)
 	if errors.Is(err, ErrShape) {
-		if keep {
+		switch {
+		case keep && p.multi != nil:
+			return p.multiShapeError(field, t)
+		case keep:
 			return p.id.errorf(ErrShape, "%s shape %v must equal %v (the input shape %v with axis %d set to 1, keepdim=True) or %v (axis %d removed, keepdim=False)",
 				field, t.Shape, p.keep, p.shape, p.axis, p.reduced, p.axis)
 		}
 		return p.id.errorf(ErrShape, "%s shape %v must equal the input shape %v", field, t.Shape, p.shape)
 	}
-	return err
+	if err != nil || p.multi == nil {
+		return err
+	}
+	return p.multiLayout(field, t, keep)
 }
 
 // Check validates args against the plan without launching anything.
 func (p *ReduceBackward) Check(a *ReduceArgs) error {
 	if a == nil {
 		return p.id.errorf(ErrMissing, "args is nil")
-	}
-	if p.multi != nil {
-		return p.checkMulti(a)
 	}
 	if err := p.operand("dy", &a.DY, roleInput, true); err != nil {
 		return err

@@ -284,24 +284,11 @@ func (p *ReduceBackward) multiShapeError(field string, t *Tensor) error {
 		field, t.Shape, p.keep, p.shape, p.multi.axes, p.reduced, p.multi.axes)
 }
 
-// multiOperand validates one tensor of a multi-axis plan.
-func (p *ReduceBackward) multiOperand(field string, t *Tensor, role tensorRole, keep bool) error {
-	shape := p.shape
-	if keep {
-		shape = p.keep
-		if len(t.Shape) == len(p.reduced) {
-			shape = p.reduced
-		}
-	}
-	err := p.id.checkTensor(field, t, role, p.desc.DType, shape)
-	if errors.Is(err, ErrShape) {
-		if keep {
-			return p.multiShapeError(field, t)
-		}
-		return p.id.errorf(ErrShape, "%s shape %v must equal the input shape %v", field, t.Shape, p.shape)
-	}
-	if err != nil || p.numel == 0 {
-		return err
+// multiLayout checks that an operand of a multi-axis plan, of the right
+// shape, has a layout its kernels take.
+func (p *ReduceBackward) multiLayout(field string, t *Tensor, keep bool) error {
+	if p.numel == 0 {
+		return nil
 	}
 	if p.multi.inner == nil {
 		if !t.isContiguous() {
@@ -314,52 +301,6 @@ func (p *ReduceBackward) multiOperand(field string, t *Tensor, role tensorRole, 
 	if !p.view(t, keep, &v) {
 		return p.id.errorf(ErrLayout, "%s strides %v for shape %v do not merge over the groups of adjacent kept and reduced dims (coalesced shape %v); give %s with mergeable strides (e.g. contiguous)",
 			field, t.Strides, t.Shape, p.multi.gsize, field)
-	}
-	return nil
-}
-
-// checkMulti is Check for a multi-axis plan.
-func (p *ReduceBackward) checkMulti(a *ReduceArgs) error {
-	if err := p.multiOperand("dy", &a.DY, roleInput, true); err != nil {
-		return err
-	}
-	saved := p.desc.Op.needsSaved()
-	if saved {
-		if err := p.multiOperand("x", &a.X, roleSaved, false); err != nil {
-			return err
-		}
-		if err := p.multiOperand("y", &a.Y, roleSaved, true); err != nil {
-			return err
-		}
-	}
-	if err := p.multiOperand("dx", &a.DX, roleOutput, false); err != nil {
-		return err
-	}
-	if p.ws > 0 {
-		w := a.Workspace
-		if w.Addr == 0 {
-			return p.id.errorf(ErrMissing, "workspace is required: WorkspaceSize() is %d bytes", p.ws)
-		}
-		if w.Size < p.ws {
-			return p.id.errorf(ErrBufferTooSmall, "workspace needs %d bytes (WorkspaceSize) but has %d", p.ws, w.Size)
-		}
-		if w.Addr%16 != 0 {
-			return p.id.errorf(ErrLayout, "workspace address %#x is not 16-byte aligned", uintptr(w.Addr))
-		}
-	}
-	if p.numel == 0 {
-		return nil
-	}
-	if err := p.disjoint("dy", &a.DY, &a.DX); err != nil {
-		return err
-	}
-	if saved {
-		if err := p.disjoint("x", &a.X, &a.DX); err != nil {
-			return err
-		}
-		if err := p.disjoint("y", &a.Y, &a.DX); err != nil {
-			return err
-		}
 	}
 	return nil
 }
