@@ -164,22 +164,7 @@ func (c *Comm) AllGather(send, recv driver.Buffer, sendCount int, dt dtype.DType
 	if err != nil {
 		return err
 	}
-	n := int64(sendCount)
-	total, err := c.total(call, dt, "sendCount", n)
-	if err != nil {
-		return err
-	}
-	if err := checkBuffer(call, dt, "send", send, n); err != nil {
-		return err
-	}
-	if err := checkBuffer(call, dt, "recv", recv, total); err != nil {
-		return err
-	}
-	// In place: send is recv's part at rank*sendCount.
-	if err := checkOverlap(call, dt, recv, total, send, n, int64(c.rank)*n); err != nil {
-		return err
-	}
-	if err := c.checkStream(call, dt, s); err != nil {
+	if err := c.checkBlocks(call, dt, "sendCount", int64(sendCount), send, recv, false, s); err != nil {
 		return err
 	}
 	if sendCount == 0 {
@@ -200,22 +185,7 @@ func (c *Comm) ReduceScatter(send, recv driver.Buffer, recvCount int, dt dtype.D
 	if err != nil {
 		return err
 	}
-	n := int64(recvCount)
-	total, err := c.total(call, dt, "recvCount", n)
-	if err != nil {
-		return err
-	}
-	if err := checkBuffer(call, dt, "send", send, total); err != nil {
-		return err
-	}
-	if err := checkBuffer(call, dt, "recv", recv, n); err != nil {
-		return err
-	}
-	// In place: recv is send's block at rank*recvCount.
-	if err := checkOverlap(call, dt, send, total, recv, n, int64(c.rank)*n); err != nil {
-		return err
-	}
-	if err := c.checkStream(call, dt, s); err != nil {
+	if err := c.checkBlocks(call, dt, "recvCount", int64(recvCount), send, recv, true, s); err != nil {
 		return err
 	}
 	if recvCount == 0 {
@@ -223,6 +193,34 @@ func (c *Comm) ReduceScatter(send, recv driver.Buffer, recvCount int, dt dtype.D
 	}
 	return c.enqueue(&ncclReduceScatter, dt, op, recvCount, -1,
 		uintptr(send.Addr), uintptr(recv.Addr), uintptr(recvCount), t, uintptr(op), c.handle, s.Handle())
+}
+
+// checkBlocks validates the buffers and stream of AllGather and
+// ReduceScatter, whose one buffer holds Count() blocks of n elements and
+// whose other buffer one block: recv is the whole for AllGather, send for
+// ReduceScatter (sendWhole). In place, the single block is the whole's
+// block at Rank()*n. countName names n in errors.
+func (c *Comm) checkBlocks(call string, dt dtype.DType, countName string, n int64, send, recv driver.Buffer, sendWhole bool, s *driver.Stream) error {
+	total, err := c.total(call, dt, countName, n)
+	if err != nil {
+		return err
+	}
+	whole, block := recv, send
+	sendN, recvN := n, total
+	if sendWhole {
+		whole, block = send, recv
+		sendN, recvN = total, n
+	}
+	if err := checkBuffer(call, dt, "send", send, sendN); err != nil {
+		return err
+	}
+	if err := checkBuffer(call, dt, "recv", recv, recvN); err != nil {
+		return err
+	}
+	if err := checkOverlap(call, dt, whole, total, block, n, int64(c.rank)*n); err != nil {
+		return err
+	}
+	return c.checkStream(call, dt, s)
 }
 
 // check validates what every collective takes: a live communicator, the
