@@ -135,25 +135,21 @@ func (e *Env) CheckBinary(op ops.BinaryOp, dt dtype.DType, cases []BinaryCase, s
 	return res
 }
 
-func (e *Env) runBinaryCase(plan *ops.BinaryBackward, c BinaryCase, in [3][]float64, s float64, tol Tol, res *Result) error {
-	dt := plan.Desc().DType
-	var operands [5]*Operand
-	defer func() {
-		for _, o := range operands {
-			o.Free()
-		}
-	}()
-	for i := 0; i < 5; i++ {
+// binaryOperands makes dy, a and b (holding in) and da and db (but for
+// noDA, noDB) of shapes[i] laid out as layouts[i], in operands, which the
+// caller frees, and returns the args that name them.
+func (e *Env) binaryOperands(dt dtype.DType, shapes [5][]int, layouts [5]Layout, in [3][]float64, noDA, noDB bool, operands *[5]*Operand) (ops.BinaryArgs, error) {
+	for i := range operands {
 		var vals []float64
 		if i < 3 {
 			vals = in[i]
 		}
-		if (i == 3 && c.NoDA) || (i == 4 && c.NoDB) {
+		if (i == 3 && noDA) || (i == 4 && noDB) {
 			continue
 		}
-		o, err := e.NewOperand(dt, c.Shape, c.Layouts[i](c.Shape), vals)
+		o, err := e.NewOperand(dt, shapes[i], layouts[i], vals)
 		if err != nil {
-			return err
+			return ops.BinaryArgs{}, err
 		}
 		operands[i] = o
 	}
@@ -163,6 +159,26 @@ func (e *Env) runBinaryCase(plan *ops.BinaryBackward, c BinaryCase, in [3][]floa
 	}
 	if operands[4] != nil {
 		args.DB = operands[4].Tensor()
+	}
+	return args, nil
+}
+
+func (e *Env) runBinaryCase(plan *ops.BinaryBackward, c BinaryCase, in [3][]float64, s float64, tol Tol, res *Result) error {
+	dt := plan.Desc().DType
+	var operands [5]*Operand
+	defer func() {
+		for _, o := range operands {
+			o.Free()
+		}
+	}()
+	var shapes [5][]int
+	var layouts [5]Layout
+	for i := range shapes {
+		shapes[i], layouts[i] = c.Shape, c.Layouts[i](c.Shape)
+	}
+	args, err := e.binaryOperands(dt, shapes, layouts, in, c.NoDA, c.NoDB, &operands)
+	if err != nil {
+		return err
 	}
 	if err := plan.Run(e.Stream, &args); err != nil {
 		return fmt.Errorf("Run: %w", err)

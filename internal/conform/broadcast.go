@@ -194,26 +194,13 @@ func (e *Env) runBroadcastCase(plan *ops.BinaryBackward, c BroadcastCase, in [3]
 			o.Free()
 		}
 	}()
-	for i := 0; i < 5; i++ {
-		var vals []float64
-		if i < 3 {
-			vals = in[i]
-		}
-		if (i == 3 && c.NoDA) || (i == 4 && c.NoDB) {
-			continue
-		}
-		o, err := e.NewOperand(dt, shapes[i], c.layout(i, shapes[i]), vals)
-		if err != nil {
-			return err
-		}
-		operands[i] = o
+	var layouts [5]Layout
+	for i := range layouts {
+		layouts[i] = c.layout(i, shapes[i])
 	}
-	args := ops.BinaryArgs{DY: operands[0].Tensor(), A: operands[1].Tensor(), B: operands[2].Tensor()}
-	if operands[3] != nil {
-		args.DA = operands[3].Tensor()
-	}
-	if operands[4] != nil {
-		args.DB = operands[4].Tensor()
+	args, err := e.binaryOperands(dt, shapes, layouts, in, c.NoDA, c.NoDB, &operands)
+	if err != nil {
+		return err
 	}
 	if ws := plan.WorkspaceSize(); ws > 0 {
 		buf, err := e.Ctx.Alloc(ws)
