@@ -202,17 +202,12 @@ func (e *Env) runBroadcastCase(plan *ops.BinaryBackward, c BroadcastCase, in [3]
 	if err != nil {
 		return err
 	}
-	if ws := plan.WorkspaceSize(); ws > 0 {
-		buf, err := e.Ctx.Alloc(ws)
-		if err != nil {
-			return err
-		}
-		defer e.Ctx.Free(buf)
-		if err := e.Ctx.Memset8(buf, 0xff); err != nil { // contents must not matter
-			return err
-		}
-		args.Workspace = buf
+	ws, freeWS, err := e.dirtyWorkspace(plan.WorkspaceSize())
+	if err != nil {
+		return err
 	}
+	defer freeWS()
+	args.Workspace = ws
 	// The reference, and each gradient's sum of |terms|.
 	wantA, wantB := ref.BinaryBroadcastBackward(op, c.Shape, c.AShape, c.BShape, in[0], in[1], in[2], s)
 	ia, ib := ref.BroadcastIndex(c.AShape, c.Shape), ref.BroadcastIndex(c.BShape, c.Shape)

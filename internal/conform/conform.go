@@ -343,6 +343,23 @@ type Operand struct {
 	offs   []int64
 }
 
+// dirtyWorkspace allocates a plan's workspace of ws bytes filled with
+// 0xff, since a Run must not depend on its contents (nothing where ws is
+// 0); free releases it.
+func (e *Env) dirtyWorkspace(ws int64) (buf driver.Buffer, free func(), err error) {
+	if ws <= 0 {
+		return driver.Buffer{}, func() {}, nil
+	}
+	if buf, err = e.Ctx.Alloc(ws); err != nil {
+		return driver.Buffer{}, nil, err
+	}
+	if err = e.Ctx.Memset8(buf, 0xff); err != nil {
+		e.Ctx.Free(buf)
+		return driver.Buffer{}, nil, err
+	}
+	return buf, func() { e.Ctx.Free(buf) }, nil
+}
+
 // NewOperand allocates a guarded operand. vals (logical, row-major) are
 // written when non-nil; outputs pass nil and stay NaN-filled.
 func (e *Env) NewOperand(dt dtype.DType, shape []int, l Layout, vals []float64) (*Operand, error) {

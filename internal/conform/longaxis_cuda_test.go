@@ -175,17 +175,11 @@ func (e *Env) longScan(op ops.ScanOp, dt dtype.DType, shape []int, axis int, rev
 // runLong runs a plan with a workspace of ws bytes (garbage-filled) and
 // returns dx after checking its guard bands.
 func (e *Env) runLong(ws int64, run func(driver.Buffer) error, dx *Operand) ([]float64, error) {
-	var buf driver.Buffer
-	if ws > 0 {
-		var err error
-		if buf, err = e.Ctx.Alloc(ws); err != nil {
-			return nil, err
-		}
-		defer e.Ctx.Free(buf)
-		if err := e.Ctx.Memset8(buf, 0xff); err != nil {
-			return nil, err
-		}
+	buf, free, err := e.dirtyWorkspace(ws)
+	if err != nil {
+		return nil, err
 	}
+	defer free()
 	if err := run(buf); err != nil {
 		return nil, fmt.Errorf("Run: %w", err)
 	}

@@ -197,17 +197,12 @@ func (e *Env) runReduceCase(plan *ops.ReduceBackward, c ReduceCase, axis int, rn
 		}
 		args.X, args.Y = ox.Tensor(), oy.Tensor()
 	}
-	if ws := plan.WorkspaceSize(); ws > 0 {
-		buf, err := e.Ctx.Alloc(ws)
-		if err != nil {
-			return err
-		}
-		defer e.Ctx.Free(buf)
-		if err := e.Ctx.Memset8(buf, 0xff); err != nil { // contents must not matter
-			return err
-		}
-		args.Workspace = buf
+	ws, freeWS, err := e.dirtyWorkspace(plan.WorkspaceSize())
+	if err != nil {
+		return err
 	}
+	defer freeWS()
+	args.Workspace = ws
 	var first []float64
 	for run := 0; run < 2; run++ {
 		if run == 1 {
