@@ -33,7 +33,8 @@
 // InitAll makes a communicator over several GPUs of one process, one Comm
 // per GPU. Across processes, one process makes a UniqueID with
 // NewUniqueID and sends its 128 bytes to the others by any means (a file,
-// a pipe, the network; MarshalBinary and ParseUniqueID convert); each
+// a pipe, the network; MarshalBinary and ParseUniqueID convert, and
+// ShareUniqueIDFile does it through a file all of them can read); each
 // process then calls InitRank with its rank and the device context it
 // works on. On amd64 InitRank needs NCCL 2.23 or newer (see InitRank).
 //

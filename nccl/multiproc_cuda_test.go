@@ -108,41 +108,13 @@ func childMissing() error {
 	return nil
 }
 
-// exchangeID makes the id on rank 0 and writes it to path (through a
-// rename, so the reader never sees half a file); the other ranks wait for
-// the file.
-func exchangeID(rank int, path string) (nccl.UniqueID, error) {
-	if rank == 0 {
-		id, err := nccl.NewUniqueID()
-		if err != nil {
-			return id, err
-		}
-		b, _ := id.MarshalBinary()
-		if err := os.WriteFile(path+".tmp", b, 0o600); err != nil {
-			return id, err
-		}
-		return id, os.Rename(path+".tmp", path)
-	}
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		b, err := os.ReadFile(path)
-		if err == nil {
-			return nccl.ParseUniqueID(b)
-		}
-		if time.Now().After(deadline) {
-			return nccl.UniqueID{}, fmt.Errorf("no unique id in %s after 2 minutes: %v", path, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // childRank is one rank of the two-process test: every collective, every
 // dtype, sizes with tails, checked against the values every rank can
 // compute for every other.
 func childRank() error {
 	rank, _ := strconv.Atoi(os.Getenv(envRank))
 	nranks, _ := strconv.Atoi(os.Getenv(envNRanks))
-	id, err := exchangeID(rank, os.Getenv(envIDFile))
+	id, err := nccl.ShareUniqueIDFile(rank, os.Getenv(envIDFile), 2*time.Minute)
 	if err != nil {
 		return err
 	}

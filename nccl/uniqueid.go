@@ -3,6 +3,8 @@ package nccl
 import (
 	"encoding/hex"
 	"fmt"
+	"os"
+	"time"
 	"unsafe"
 )
 
@@ -66,4 +68,33 @@ func ParseUniqueIDHex(s string) (UniqueID, error) {
 		return UniqueID{}, argErrorf("ParseUniqueIDHex", 0, ErrUniqueID, "%v", fmt.Errorf("not hex: %w", err))
 	}
 	return ParseUniqueID(b)
+}
+
+// ShareUniqueIDFile passes one communicator's id between processes through
+// a file that all of them can read (one host, or a shared file system):
+// rank 0 makes the id with NewUniqueID and writes it to path, through a
+// rename so that no reader sees half of it; every other rank waits, up to
+// timeout, for the file and reads it. path must not hold an older id.
+func ShareUniqueIDFile(rank int, path string, timeout time.Duration) (UniqueID, error) {
+	if rank == 0 {
+		id, err := NewUniqueID()
+		if err != nil {
+			return id, err
+		}
+		if err := os.WriteFile(path+".tmp", id[:], 0o600); err != nil {
+			return id, err
+		}
+		return id, os.Rename(path+".tmp", path)
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		b, err := os.ReadFile(path)
+		if err == nil {
+			return ParseUniqueID(b)
+		}
+		if time.Now().After(deadline) {
+			return UniqueID{}, fmt.Errorf("nccl: rank %d: no unique id in %s after %v: %w", rank, path, timeout, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

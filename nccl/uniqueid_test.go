@@ -4,7 +4,11 @@ import (
 	"bytes"
 	"encoding"
 	"errors"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/baracuda-go/baracuda/nccl"
 )
@@ -52,5 +56,26 @@ func TestUniqueIDBadInput(t *testing.T) {
 	}
 	if _, err := nccl.ParseUniqueIDHex("zz"); !errors.Is(err, nccl.ErrUniqueID) {
 		t.Errorf("ParseUniqueIDHex(zz): %v, want ErrUniqueID", err)
+	}
+}
+
+// TestShareUniqueIDFileReader: a rank other than 0 reads the id rank 0
+// wrote, and names the path when none comes in time.
+func TestShareUniqueIDFileReader(t *testing.T) {
+	var want nccl.UniqueID
+	for i := range want {
+		want[i] = byte(3 * i)
+	}
+	path := filepath.Join(t.TempDir(), "id")
+	if err := os.WriteFile(path, want[:], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err := nccl.ShareUniqueIDFile(1, path, time.Second)
+	if err != nil || got != want {
+		t.Fatalf("ShareUniqueIDFile: %v, %v; want the written id", got, err)
+	}
+	missing := filepath.Join(t.TempDir(), "none")
+	if _, err := nccl.ShareUniqueIDFile(2, missing, 50*time.Millisecond); err == nil || !strings.Contains(err.Error(), missing) {
+		t.Fatalf("ShareUniqueIDFile without a file: %v, want an error naming %s", err, missing)
 	}
 }

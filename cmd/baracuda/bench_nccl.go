@@ -381,7 +381,7 @@ func runNCCLBenchRank(w io.Writer, args []string) error {
 		}
 	}
 	keepNVLSOff()
-	id, err := exchangeUniqueID(rank, idFile)
+	id, err := nccl.ShareUniqueIDFile(rank, idFile, 2*time.Minute)
 	if err != nil {
 		return err
 	}
@@ -399,32 +399,4 @@ func runNCCLBenchRank(w io.Writer, args []string) error {
 	}
 	defer r.close()
 	return ncclBenchLoop(w, []*ncclRank{r}, sizes, *iters, *asJSON, fmt.Sprintf("%d processes", nranks))
-}
-
-// exchangeUniqueID makes the id on rank 0 and writes it to path through a
-// rename, so that a reader never sees half of it; the other ranks wait for
-// the file.
-func exchangeUniqueID(rank int, path string) (nccl.UniqueID, error) {
-	if rank == 0 {
-		id, err := nccl.NewUniqueID()
-		if err != nil {
-			return id, err
-		}
-		b, _ := id.MarshalBinary()
-		if err := os.WriteFile(path+".tmp", b, 0o600); err != nil {
-			return id, err
-		}
-		return id, os.Rename(path+".tmp", path)
-	}
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		b, err := os.ReadFile(path)
-		if err == nil {
-			return nccl.ParseUniqueID(b)
-		}
-		if time.Now().After(deadline) {
-			return nccl.UniqueID{}, fmt.Errorf("rank %d: no unique id in %s after 2 minutes", rank, path)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
