@@ -26,17 +26,7 @@ func TestReduceAxesRunZeroAllocs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		alloc := func(n int) driver.Buffer {
-			buf, err := env.Ctx.Alloc(int64(max(n, 4) * 4))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { env.Ctx.Free(buf) })
-			if err := env.Ctx.Memset32(buf, 0x3f800000); err != nil {
-				t.Fatal(err)
-			}
-			return buf
-		}
+		alloc := func(n int) driver.Buffer { return onesBuffer(t, env, int64(n)*4) }
 		red := plan.ReducedShape()
 		m := 1
 		for _, d := range red {
@@ -47,21 +37,7 @@ func TestReduceAxesRunZeroAllocs(t *testing.T) {
 		if ws := plan.WorkspaceSize(); ws > 0 {
 			args.Workspace = alloc(int(ws / 4))
 		}
-		if err := plan.Run(env.Stream, args); err != nil {
-			t.Fatal(err)
-		}
-		var runErr error
-		allocs := testing.AllocsPerRun(100, func() {
-			if err := plan.Run(env.Stream, args); err != nil {
-				runErr = err
-			}
-		})
-		if runErr != nil {
-			t.Fatal(runErr)
-		}
-		if err := env.Stream.Synchronize(); err != nil {
-			t.Fatal(err)
-		}
+		allocs := warmRunAllocs(t, env.Stream, 100, func() error { return plan.Run(env.Stream, args) })
 		if allocs != 0 {
 			t.Errorf("%s path (%s): %.1f allocations per warm Run, want 0", plan.Path(), plan.Kernel().Name, allocs)
 		}

@@ -50,26 +50,49 @@ func binarySetup(t testing.TB, n int, strided bool) (*conform.Env, *ops.BinaryBa
 func TestRunZeroAllocs(t *testing.T) {
 	for _, strided := range []bool{false, true} {
 		env, plan, args := binarySetup(t, 1<<16, strided)
-		if err := plan.Run(env.Stream, args); err != nil {
-			t.Fatal(err)
-		}
-		var runErr error
-		allocs := testing.AllocsPerRun(200, func() {
-			if err := plan.Run(env.Stream, args); err != nil {
-				runErr = err
-			}
-		})
-		if runErr != nil {
-			t.Fatal(runErr)
-		}
-		if err := env.Stream.Synchronize(); err != nil {
-			t.Fatal(err)
-		}
+		allocs := warmRunAllocs(t, env.Stream, 200, func() error { return plan.Run(env.Stream, args) })
 		t.Logf("%s strided=%v: %.1f allocations per warm Run", plan.Kernel().Name, strided, allocs)
 		if allocs != 0 {
 			t.Errorf("strided=%v: %.1f allocations per warm Run, want 0", strided, allocs)
 		}
 	}
+}
+
+// warmRunAllocs runs run once, then counts the Go heap allocations of n
+// more runs and synchronizes s; an error fails the test.
+func warmRunAllocs(t *testing.T, s *driver.Stream, n int, run func() error) float64 {
+	t.Helper()
+	if err := run(); err != nil {
+		t.Fatal(err)
+	}
+	var runErr error
+	allocs := testing.AllocsPerRun(n, func() {
+		if err := run(); err != nil {
+			runErr = err
+		}
+	})
+	if runErr != nil {
+		t.Fatal(runErr)
+	}
+	if err := s.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	return allocs
+}
+
+// onesBuffer is device memory of max(bytes, 16) bytes holding f32 ones,
+// freed when the test ends.
+func onesBuffer(t *testing.T, env *conform.Env, bytes int64) driver.Buffer {
+	t.Helper()
+	buf, err := env.Ctx.Alloc(max(bytes, 16))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { env.Ctx.Free(buf) })
+	if err := env.Ctx.Memset32(buf, 0x3f800000); err != nil {
+		t.Fatal(err)
+	}
+	return buf
 }
 
 // TestRunErrors: Run reports bad input and a nil stream as errors, never a
@@ -126,17 +149,7 @@ func TestBroadcastRunZeroAllocs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		alloc := func(n int64) driver.Buffer {
-			buf, err := env.Ctx.Alloc(max(n, 16))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { env.Ctx.Free(buf) })
-			if err := env.Ctx.Memset32(buf, 0x3f800000); err != nil {
-				t.Fatal(err)
-			}
-			return buf
-		}
+		alloc := func(n int64) driver.Buffer { return onesBuffer(t, env, n) }
 		full, own := int64(4*512*256*4), int64(1)
 		for _, d := range bshape {
 			own *= int64(d)
@@ -146,21 +159,7 @@ func TestBroadcastRunZeroAllocs(t *testing.T) {
 			B: ops.NewTensor(alloc(own*4), dtype.F32, bshape...), DA: ops.NewTensor(alloc(full), dtype.F32, shape...),
 			DB: ops.NewTensor(alloc(own*4), dtype.F32, bshape...), Workspace: alloc(plan.WorkspaceSize()),
 		}
-		if err := plan.Run(env.Stream, args); err != nil {
-			t.Fatal(err)
-		}
-		var runErr error
-		allocs := testing.AllocsPerRun(100, func() {
-			if err := plan.Run(env.Stream, args); err != nil {
-				runErr = err
-			}
-		})
-		if runErr != nil {
-			t.Fatal(runErr)
-		}
-		if err := env.Stream.Synchronize(); err != nil {
-			t.Fatal(err)
-		}
+		allocs := warmRunAllocs(t, env.Stream, 100, func() error { return plan.Run(env.Stream, args) })
 		if allocs != 0 {
 			t.Errorf("%s b%v: %.1f allocations per warm Run, want 0", plan.Kernel().Name, bshape, allocs)
 		}
