@@ -203,35 +203,16 @@ func (e *Env) runReduceCase(plan *ops.ReduceBackward, c ReduceCase, axis int, rn
 	}
 	defer freeWS()
 	args.Workspace = ws
-	var first []float64
-	for run := 0; run < 2; run++ {
-		if run == 1 {
-			// The second run gives dy and y in the reduced form
-			// (keepdim=False) over the same memory: the same bits.
-			args.DY = withoutAxis(args.DY, axis, plan.ReducedShape())
-			if saved {
-				args.Y = withoutAxis(args.Y, axis, plan.ReducedShape())
-			}
+	// The second run gives dy and y in the reduced form (keepdim=False)
+	// over the same memory: the same bits.
+	first, err := e.runKeepThenReduced(plan, &args, odx, func() {
+		args.DY = withoutAxis(args.DY, axis, plan.ReducedShape())
+		if saved {
+			args.Y = withoutAxis(args.Y, axis, plan.ReducedShape())
 		}
-		if err := plan.Run(e.Stream, &args); err != nil {
-			return fmt.Errorf("Run: %w", err)
-		}
-		if err := e.Stream.Synchronize(); err != nil {
-			return fmt.Errorf("synchronize: %w", err)
-		}
-		got, err := odx.Read()
-		if err != nil {
-			return fmt.Errorf("dx: %w", err)
-		}
-		if run == 1 {
-			for i := range got {
-				if dtype.Bits(dt, got[i]) != dtype.Bits(dt, first[i]) && !(math.IsNaN(got[i]) && math.IsNaN(first[i])) {
-					return fmt.Errorf("second run differs at dx[%d]: %v, then %v", i, first[i], got[i])
-				}
-			}
-			break
-		}
-		first = got
+	})
+	if err != nil {
+		return err
 	}
 	want := make([]float64, ix.K)
 	for s := 0; s < m; s++ {
@@ -261,6 +242,39 @@ func b2i(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// runKeepThenReduced runs plan twice: on args as given (dy and y in the
+// keepdim form), then after reduced has set them to the reduced form over
+// the same memory. Both runs must write the same dx bits, which it returns.
+func (e *Env) runKeepThenReduced(plan *ops.ReduceBackward, args *ops.ReduceArgs, dx *Operand, reduced func()) ([]float64, error) {
+	dt := plan.Desc().DType
+	var first []float64
+	for run := 0; run < 2; run++ {
+		if run == 1 {
+			reduced()
+		}
+		if err := plan.Run(e.Stream, args); err != nil {
+			return nil, fmt.Errorf("Run (%s path): %w", plan.Path(), err)
+		}
+		if err := e.Stream.Synchronize(); err != nil {
+			return nil, fmt.Errorf("synchronize: %w", err)
+		}
+		got, err := dx.Read()
+		if err != nil {
+			return nil, fmt.Errorf("dx: %w", err)
+		}
+		if run == 1 {
+			for i := range got {
+				if dtype.Bits(dt, got[i]) != dtype.Bits(dt, first[i]) && !(math.IsNaN(got[i]) && math.IsNaN(first[i])) {
+					return nil, fmt.Errorf("second run (reduced form) differs at dx[%d]: %v, then %v", i, first[i], got[i])
+				}
+			}
+			break
+		}
+		first = got
+	}
+	return first, nil
 }
 
 // CheckReduceVectors runs the pinned PyTorch 2.11 vectors (ref.ReduceVectors,

@@ -261,33 +261,14 @@ func (e *Env) runReduceAxesCase(plan *ops.ReduceBackward, c ReduceAxesCase, v re
 	}
 	defer freeWS()
 	args.Workspace = ws
-	var first []float64
-	for run := 0; run < 2; run++ {
-		if run == 1 {
-			args.DY.Shape = plan.ReducedShape()
-			if saved {
-				args.Y.Shape = plan.ReducedShape()
-			}
+	first, err := e.runKeepThenReduced(plan, &args, odx, func() {
+		args.DY.Shape = plan.ReducedShape()
+		if saved {
+			args.Y.Shape = plan.ReducedShape()
 		}
-		if err := plan.Run(e.Stream, &args); err != nil {
-			return fmt.Errorf("Run (%s path): %w", plan.Path(), err)
-		}
-		if err := e.Stream.Synchronize(); err != nil {
-			return fmt.Errorf("synchronize: %w", err)
-		}
-		got, err := odx.Read()
-		if err != nil {
-			return fmt.Errorf("dx: %w", err)
-		}
-		if run == 1 {
-			for i := range got {
-				if dtype.Bits(dt, got[i]) != dtype.Bits(dt, first[i]) && !(math.IsNaN(got[i]) && math.IsNaN(first[i])) {
-					return fmt.Errorf("second run (reduced form) differs at dx[%d]: %v, then %v", i, first[i], got[i])
-				}
-			}
-			break
-		}
-		first = got
+	})
+	if err != nil {
+		return err
 	}
 	slice := make([]float64, v.K)
 	want := make([]float64, v.K)
