@@ -96,18 +96,24 @@ func binaryValue(rng *rand.Rand, op string, second bool) float64 {
 	return rng.NormFloat64() * 2
 }
 
+// binaryScalar is the reference's scalar for desc: alpha for add and sub,
+// the weight for lerp, else 0.
+func binaryScalar(desc ops.BinaryDesc) float64 {
+	switch desc.Op {
+	case ops.BinaryAdd, ops.BinarySub:
+		return desc.Alpha
+	case ops.BinaryLerp:
+		return desc.Weight
+	}
+	return 0
+}
+
 // CheckBinary runs every case for one (op, dtype) and compares with the reference.
 func (e *Env) CheckBinary(op ops.BinaryOp, dt dtype.DType, cases []BinaryCase, seed uint64) Result {
 	desc := ops.BinaryDesc{Op: op, DType: dt, Alpha: 0.75, Weight: 0.3}
 	name := op.String()
 	res := Result{Kernel: "binary_bw_" + name + "_" + dt.Suffix()}
-	s := 0.0
-	switch op {
-	case ops.BinaryAdd, ops.BinarySub:
-		s = desc.Alpha
-	case ops.BinaryLerp:
-		s = desc.Weight
-	}
+	s := binaryScalar(desc)
 	rng := rand.New(rand.NewPCG(seed, uint64(op)<<8|uint64(dt)))
 	tol := DefaultTol(dt)
 	for _, c := range cases {

@@ -149,13 +149,7 @@ func (e *Env) CheckBinaryBroadcast(op ops.BinaryOp, dt dtype.DType, cases []Broa
 	desc := ops.BinaryDesc{Op: op, DType: dt, Alpha: 0.75, Weight: 0.3}
 	name := op.String()
 	res := Result{Kernel: "bcast_bw_" + name + "_" + dt.Suffix()}
-	s := 0.0
-	switch op {
-	case ops.BinaryAdd, ops.BinarySub:
-		s = desc.Alpha
-	case ops.BinaryLerp:
-		s = desc.Weight
-	}
+	s := binaryScalar(desc)
 	rng := rand.New(rand.NewPCG(seed, uint64(op)<<8|uint64(dt)|1<<20))
 	for _, c := range cases {
 		res.Cases++
