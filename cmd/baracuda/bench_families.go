@@ -103,7 +103,8 @@ func setupReduce(b *benchEnv, op ops.ReduceOp, dt dtype.DType, shape []int, axis
 	xv := b.values(dt, numel(shape), gen)
 	yv := reduceForward(op, xv, shape, axis)
 	dy := b.values(dt, numel(kshape), b.normal)
-	return reduceRun(b, op, dt, shape, axis, dtype.Encode(dt, xv), dtype.Encode(dt, yv), dtype.Encode(dt, dy))
+	return reduceRun(b, ops.ReduceDesc{Op: op, DType: dt, Shape: shape, Axis: axis, Correction: 1}, kshape,
+		dtype.Encode(dt, xv), dtype.Encode(dt, yv), dtype.Encode(dt, dy))
 }
 
 // reduceForward is y (one value per slice, in slice order) of x along axis,
@@ -121,14 +122,15 @@ func reduceForwardTo(op ops.ReduceOp, xv []float64, shape []int, axis int, yv []
 	})
 }
 
-// reduceRun uploads the encoded x, y and dy of a reduce backward, a zeroed
-// dx and the workspace, and returns the plan's Run.
-func reduceRun(b *benchEnv, op ops.ReduceOp, dt dtype.DType, shape []int, axis int, xb, yb, dyb []byte) (func() error, error) {
-	plan, err := ops.NewReduceBackward(ops.ReduceDesc{Op: op, DType: dt, Shape: shape, Axis: axis, Correction: 1})
+// reduceRun uploads the encoded x, y and dy (of shape kshape, the
+// keepdim form) of the reduce backward desc, a zeroed dx and the
+// workspace, and returns the plan's Run.
+func reduceRun(b *benchEnv, desc ops.ReduceDesc, kshape []int, xb, yb, dyb []byte) (func() error, error) {
+	plan, err := ops.NewReduceBackward(desc)
 	if err != nil {
 		return nil, err
 	}
-	kshape := keepdim(shape, axis)
+	dt, shape := desc.DType, desc.Shape
 	var t [3]driver.Buffer
 	for i, enc := range [][]byte{dyb, xb, yb} {
 		if t[i], err = b.uploadBytes(enc); err != nil {
@@ -217,30 +219,8 @@ func setupReduceAxes(b *benchEnv, op ops.ReduceOp, dt dtype.DType, shape, axes [
 		}
 	})
 	dy := b.values(dt, numel(kshape), b.normal)
-	plan, err := ops.NewReduceBackward(ops.ReduceDesc{Op: op, DType: dt, Shape: shape, Axes: axes, Correction: 1})
-	if err != nil {
-		return nil, err
-	}
-	var t [3]driver.Buffer
-	for i, enc := range [][]byte{dtype.Encode(dt, dy), dtype.Encode(dt, xv), dtype.Encode(dt, yv)} {
-		if t[i], err = b.uploadBytes(enc); err != nil {
-			return nil, err
-		}
-	}
-	dx, err := b.upload(dt, numel(shape), nil)
-	if err != nil {
-		return nil, err
-	}
-	ws, err := b.workspace(plan.WorkspaceSize())
-	if err != nil {
-		return nil, err
-	}
-	args := &ops.ReduceArgs{DY: ops.NewTensor(t[0], dt, kshape...), X: ops.NewTensor(t[1], dt, shape...),
-		Y: ops.NewTensor(t[2], dt, kshape...), DX: ops.NewTensor(dx, dt, shape...), Workspace: ws}
-	if err := plan.Check(args); err != nil {
-		return nil, err
-	}
-	return func() error { return plan.Run(b.stream, args) }, nil
+	return reduceRun(b, ops.ReduceDesc{Op: op, DType: dt, Shape: shape, Axes: axes, Correction: 1}, kshape,
+		dtype.Encode(dt, xv), dtype.Encode(dt, yv), dtype.Encode(dt, dy))
 }
 
 // scanForward is y of x scanned along axis, in float64.

@@ -140,7 +140,8 @@ func setupShapes(b *benchEnv, s shapesSpec) (func() error, error) {
 	if s.scan != 0 {
 		return scanRun(b, s.scan, s.dt, s.shape, s.axis, x, y, dy)
 	}
-	return reduceRun(b, s.reduce, s.dt, s.shape, s.axis, x, y, dy)
+	return reduceRun(b, ops.ReduceDesc{Op: s.reduce, DType: s.dt, Shape: s.shape, Axis: s.axis, Correction: 1},
+		keepdim(s.shape, s.axis), x, y, dy)
 }
 
 // shapesElems is the element count of every layout.
