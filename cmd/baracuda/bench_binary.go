@@ -26,28 +26,6 @@ func init() {
 }
 
 func setupBinary(b *benchEnv, op ops.BinaryOp, dt dtype.DType, n int) (func() error, error) {
-	plan, err := ops.NewBinaryBackward(ops.BinaryDesc{Op: op, DType: dt, Shape: []int{n}, Weight: 0.3})
-	if err != nil {
-		return nil, err
-	}
-	var t [5]ops.Tensor
-	for i := range t {
-		gen := b.positive
-		switch i {
-		case 0:
-			gen = b.normal
-		case 3, 4:
-			gen = nil
-		}
-		buf, err := b.upload(dt, int64(n), gen)
-		if err != nil {
-			return nil, err
-		}
-		t[i] = ops.NewTensor(buf, dt, n)
-	}
-	args := &ops.BinaryArgs{DY: t[0], A: t[1], B: t[2], DA: t[3], DB: t[4]}
-	if err := plan.Check(args); err != nil {
-		return nil, err
-	}
-	return func() error { return plan.Run(b.stream, args) }, nil
+	// Equal shapes: the plan is the elementwise one, with no workspace.
+	return setupBroadcast(b, op, dt, []int{n}, []int{n})
 }
