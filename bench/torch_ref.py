@@ -113,13 +113,15 @@ def binary_case(op, dt):
 # Broadcast cases: dy and a of [8192, 4096], b of [4096], [8192, 1] or 0-d
 # (named by b's shape). PyTorch's backward is the elementwise gradient, then
 # sum_to_size of b's gradient to b's shape.
+# Shapes go to torch.randn as one tuple: randn(*()) would pass no size at
+# all, which randn rejects, where randn(()) makes a 0-d tensor.
 BCAST_SHAPES = {"b4096": (4096,), "b8192x1": (8192, 1), "b0d": ()}
 
 
 def bcast_case(op, dt, bname):
     shape, bshape = (8192, 4096), BCAST_SHAPES[bname]
-    a = (torch.randn(*shape, device="cuda", dtype=dt).abs() + 0.5).requires_grad_()
-    b = (torch.randn(*bshape, device="cuda", dtype=dt).abs() + 0.5).requires_grad_()
+    a = (torch.randn(tuple(shape), device="cuda", dtype=dt).abs() + 0.5).requires_grad_()
+    b = (torch.randn(tuple(bshape), device="cuda", dtype=dt).abs() + 0.5).requires_grad_()
     out = a * b if op == "mul" else a + b
     n, m = a.numel(), b.numel()
     elems = 3 * n + 2 * m if op == "mul" else 2 * n + m
@@ -171,7 +173,7 @@ def scan_case(op, dt, axis):
 
 
 def lppool_case(dims, dt, shape, k, s):
-    x = torch.randn(*shape, device="cuda", dtype=dt).requires_grad_()
+    x = torch.randn(tuple(shape), device="cuda", dtype=dt).requires_grad_()
     out = F.lp_pool2d(x, 2.0, k, s) if dims == 2 else F.lp_pool1d(x, 2.0, k, s)
     return backward_of(out, (x,)), 2 * x.numel() + 2 * out.numel()
 
@@ -271,7 +273,7 @@ def shapes_x(op, dt, shape, axis, data):
     for those v (normal, grid) and, for clamp, the normal ones with positions
     j % 10 == 3 of every slice set to 0.
     """
-    v = torch.randn(*shape, device="cuda", dtype=torch.float32)
+    v = torch.randn(tuple(shape), device="cuda", dtype=torch.float32)
     if data == "grid":
         v = torch.round(v * 8) / 8
     k = shape[axis]
