@@ -66,12 +66,13 @@ template <typename M> __device__ __forceinline__ M bcast_block_sum(M v, M* sh) {
 
 // bcast_load reads the N elements of an operand of the given kind at row
 // r and columns [c, c + N) of the [R, C] view: a pack where vec holds,
-// else element by element up to lim (the columns left in the row; the
-// rest read as 0 and are never used). A BCAST_ROW or BCAST_SCALAR operand
-// has one value for all N, one (read once per row by the caller).
+// else element by element up to lim (the columns left in the row, at
+// most N; the rest read as 0 and are never used). A BCAST_ROW or
+// BCAST_SCALAR operand has one value for all N, one (read once per row
+// by the caller).
 template <typename T>
 __device__ __forceinline__ Pack<T> bcast_load(const T* __restrict__ p, int kind, T one, i64 r, i64 c, i64 C, bool vec,
-		i64 lim) {
+		int lim) {
 	constexpr int N = Pack<T>::N;
 	Pack<T> out;
 	if (kind == BCAST_ROW || kind == BCAST_SCALAR) {
@@ -97,7 +98,7 @@ __device__ __forceinline__ T bcast_one(const T* __restrict__ p, int kind, i64 r)
 
 // bcast_store writes a BCAST_FULL output's N elements at (r, c).
 template <typename T>
-__device__ __forceinline__ void bcast_store(T* __restrict__ d, const Pack<T>& v, i64 r, i64 c, i64 C, bool vec, i64 lim) {
+__device__ __forceinline__ void bcast_store(T* __restrict__ d, const Pack<T>& v, i64 r, i64 c, i64 C, bool vec, int lim) {
 	const i64 off = r * C + c;
 	if (vec) {
 		store_pack(d + off, v);
@@ -163,7 +164,7 @@ __device__ __forceinline__ void bcast_tile_end(T* __restrict__ d, typename OpMat
 template <typename T, int N>
 __device__ __forceinline__ void bcast_out(T* __restrict__ d, int kind, const typename OpMath<T>::type (&g)[N],
 		typename OpMath<T>::type (&col)[N], typename OpMath<T>::type& row, typename OpMath<T>::type& all, i64 r,
-		i64 c, i64 C, bool vec, i64 lim) {
+		i64 c, i64 C, bool vec, int lim) {
 	if (kind == BCAST_FULL) {
 		Pack<T> p;
 #pragma unroll
@@ -224,7 +225,9 @@ __device__ __forceinline__ void bcast_tile(const T* __restrict__ dy, const T* __
 		const T ob = Op::needs_b ? bcast_one(b, L.kind_b, r) : T();
 		for (int jp = 0; jp < jn; ++jp) {
 			const i64 c = first + jp * step;
-			const i64 lim = C - c;
+			// The pack's columns in the row, capped at N so that the
+			// per-element tests compare 32-bit values.
+			const int lim = (int)min(C - c, (i64)N);
 			const Pack<T> g = bcast_load(dy, BCAST_FULL, T(), r, c, C, vec, lim);
 			Pack<T> pa, pb;
 			if (Op::needs_a) pa = bcast_load(a, L.kind_a, oa, r, c, C, vec, lim);
