@@ -516,7 +516,7 @@ func TestBcastModel(t *testing.T) {
 	checkBcastModel(t, dtype.F32, []int{257, 1000}, []int{257, 1000}, []int{1000}, true, false, rng)
 	// A single row of more than 256 packs a thread per tile: J = 2, and
 	// the last tile half full.
-	checkBcastModel(t, dtype.F32, []int{1<<21 + 2048}, []int{1<<21 + 2048}, []int{}, false, false, rng)
+	checkBcastModel(t, dtype.F32, []int{1<<21 + 1024}, []int{1<<21 + 1024}, []int{}, false, false, rng)
 	checkBcastModel(t, dtype.BF16, []int{4, 33, 65}, []int{4, 33, 65}, []int{4, 1, 65}, false, true, rng)
 	for i := 0; i < 300; i++ {
 		shape, as, bs := randomBroadcast(rng)

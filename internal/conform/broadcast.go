@@ -105,7 +105,7 @@ func BroadcastCases(quick bool) []BroadcastCase {
 		BroadcastCase{Shape: []int{4099, 300}, AShape: []int{4099, 300}, BShape: []int{300}},
 		BroadcastCase{Shape: []int{9, 70001}, AShape: []int{9, 70001}, BShape: []int{9, 1}},
 		BroadcastCase{Shape: []int{1<<20 + 3}, AShape: []int{1<<20 + 3}, BShape: []int{}},
-		BroadcastCase{Shape: []int{1<<21 + 2048}, AShape: []int{}, BShape: []int{1<<21 + 2048}},
+		BroadcastCase{Shape: []int{1<<21 + 1024}, AShape: []int{}, BShape: []int{1<<21 + 1024}},
 		BroadcastCase{Shape: []int{3, 20000, 2}, AShape: []int{3, 1, 2}, BShape: []int{3, 20000, 2}},
 		// The bench shapes, scaled down.
 		BroadcastCase{Shape: []int{512, 4096}, AShape: []int{512, 4096}, BShape: []int{4096}},
