@@ -11,13 +11,16 @@
 //   kinds. Block t takes rows [rt*rows, ..) of columns
 //   [ct*J*32*N, ..) (rt = t / nct, ct = t % nct, N elements to a 16-byte
 //   pack); warp w takes the tile's rows w, w + 8, ...; lane l the
-//   packs l, l + 32, ... (J of them) of each row. A BCAST_FULL output is
-//   stored as it is computed; a BCAST_ROW one sums a row's packs in each
-//   lane, then across the warp; a BCAST_COL one (J = 1) sums a column in
-//   each thread, then across the block's warps; a BCAST_SCALAR one sums
-//   everything a thread sees, then across the block. A sum is final when
-//   one tile covers it (part_* = 0), else the tile's partial goes to the
-//   workspace and BCAST_TILE_FINISH adds the partials in tile order.
+//   packs l, l + 32, ... (J of them) of each row. With R = 1 the block's
+//   256 threads share the one row instead: block t takes columns
+//   [t*J*256*N, ..), thread l the packs l, l + 256, ... A BCAST_FULL
+//   output is stored as it is computed; a BCAST_ROW one sums a row's
+//   packs in each lane, then across the warp; a BCAST_COL one (J = 1)
+//   sums a column in each thread, then across the block's warps; a
+//   BCAST_SCALAR one sums everything a thread sees, then across the block.
+//   A sum is final when one tile covers it (part_* = 0), else the tile's
+//   partial goes to the workspace and BCAST_TILE_FINISH adds the partials
+//   in tile order (BCAST_SCALAR's in one block).
 //
 //   BCAST_GEN: one output, any strides and up to 8 dims. A work item is a
 //   kept index k (the output's own element) and a chunk of the reduced
@@ -63,17 +66,18 @@ template <typename M> __device__ __forceinline__ M bcast_block_sum(M v, M* sh) {
 
 // bcast_load reads the N elements of an operand of the given kind at row
 // r and columns [c, c + N) of the [R, C] view: a pack where vec holds,
-// else element by element up to lim (the columns left in the row; the
-// rest read as 0 and are never used). A BCAST_ROW or BCAST_SCALAR operand
-// has one value for all N.
+// else element by element up to lim (the columns left in the row, at
+// most N; the rest read as 0 and are never used). A BCAST_ROW or
+// BCAST_SCALAR operand has one value for all N, one (read once per row
+// by the caller).
 template <typename T>
-__device__ __forceinline__ Pack<T> bcast_load(const T* __restrict__ p, int kind, i64 r, i64 c, i64 C, bool vec, i64 lim) {
+__device__ __forceinline__ Pack<T> bcast_load(const T* __restrict__ p, int kind, T one, i64 r, i64 c, i64 C, bool vec,
+		int lim) {
 	constexpr int N = Pack<T>::N;
 	Pack<T> out;
 	if (kind == BCAST_ROW || kind == BCAST_SCALAR) {
-		const T v = p[kind == BCAST_ROW ? r : 0];
 #pragma unroll
-		for (int j = 0; j < N; ++j) out.v[j] = v;
+		for (int j = 0; j < N; ++j) out.v[j] = one;
 		return out;
 	}
 	const i64 off = (kind == BCAST_FULL ? r * C : 0) + c;
@@ -83,9 +87,18 @@ __device__ __forceinline__ Pack<T> bcast_load(const T* __restrict__ p, int kind,
 	return out;
 }
 
+// bcast_one is the value of a BCAST_ROW or BCAST_SCALAR operand at row r
+// (unused for the other kinds).
+template <typename T>
+__device__ __forceinline__ T bcast_one(const T* __restrict__ p, int kind, i64 r) {
+	if (kind == BCAST_ROW) return p[r];
+	if (kind == BCAST_SCALAR) return p[0];
+	return T();
+}
+
 // bcast_store writes a BCAST_FULL output's N elements at (r, c).
 template <typename T>
-__device__ __forceinline__ void bcast_store(T* __restrict__ d, const Pack<T>& v, i64 r, i64 c, i64 C, bool vec, i64 lim) {
+__device__ __forceinline__ void bcast_store(T* __restrict__ d, const Pack<T>& v, i64 r, i64 c, i64 C, bool vec, int lim) {
 	const i64 off = r * C + c;
 	if (vec) {
 		store_pack(d + off, v);
@@ -143,17 +156,41 @@ __device__ __forceinline__ void bcast_tile_end(T* __restrict__ d, typename OpMat
 	}
 }
 
-// bcast_sum adds one output's value g to the running sum its kind keeps.
-template <typename M>
-__device__ __forceinline__ void bcast_sum(int kind, M g, M& col, M& row, M& all) {
-	if (kind == BCAST_COL) col += g;
-	else if (kind == BCAST_ROW) row += g;
-	else if (kind == BCAST_SCALAR) all += g;
+// bcast_out takes one output's N values g of the pack at (r, c): a
+// BCAST_FULL output stores them, a reduced one adds the first lim of them
+// to its running sum (col per column, row or all) in column order. The
+// kind is tested once a pack, not once an element. Kind 0 (the output
+// not wanted) does nothing.
+template <typename T, int N>
+__device__ __forceinline__ void bcast_out(T* __restrict__ d, int kind, const typename OpMath<T>::type (&g)[N],
+		typename OpMath<T>::type (&col)[N], typename OpMath<T>::type& row, typename OpMath<T>::type& all, i64 r,
+		i64 c, i64 C, bool vec, int lim) {
+	if (kind == BCAST_FULL) {
+		Pack<T> p;
+#pragma unroll
+		for (int j = 0; j < N; ++j) p.v[j] = from_op<T>(g[j]);
+		bcast_store(d, p, r, c, C, vec, lim);
+	} else if (kind == BCAST_COL) {
+#pragma unroll
+		for (int j = 0; j < N; ++j)
+			if (j < lim) col[j] += g[j];
+	} else if (kind == BCAST_ROW) {
+#pragma unroll
+		for (int j = 0; j < N; ++j)
+			if (j < lim) row += g[j];
+	} else if (kind == BCAST_SCALAR) {
+#pragma unroll
+		for (int j = 0; j < N; ++j)
+			if (j < lim) all += g[j];
+	}
 }
 
 // bcast_tile: see the top of the file. At most one operand is BCAST_COL
 // (the launcher sends two to the general path), so one set of column sums
-// serves both outputs.
+// serves both outputs. A one-row view (R = 1: every operand full or one
+// element, such as x*s with a 0-d s) spreads the block's 256 threads
+// along the row, each taking packs t, t + 256, ... (J of them), so that
+// every warp streams dy rather than one warp a block.
 template <typename T, typename Op>
 __device__ __forceinline__ void bcast_tile(const T* __restrict__ dy, const T* __restrict__ a,
 		const T* __restrict__ b, T* __restrict__ da, T* __restrict__ db, void* __restrict__ ws, double s,
@@ -167,40 +204,41 @@ __device__ __forceinline__ void bcast_tile(const T* __restrict__ dy, const T* __
 	const bool vec = L.vec != 0;
 	// An output not wanted keeps no sums and stores nothing.
 	const int ka = da ? L.kind_a : 0, kb = db ? L.kind_b : 0;
+	const bool flat = R == 1;
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+	const int lanes = flat ? BCAST_WARPS * 32 : 32, li = flat ? (int)threadIdx.x : lane;
 	const i64 tile = blockIdx.x;
 	const i64 rt = tile / L.nct, ct = tile - rt * L.nct;
 	const i64 r0 = rt * L.rows;
 	const i64 r1 = min(R, r0 + L.rows);
-	const i64 cbase = ct * (i64)L.J * 32 * N;
+	const i64 cbase = ct * (i64)L.J * lanes * N;
+	// This thread's packs of a row: c = first + jp*step for jp < jn.
+	const i64 first = cbase + (i64)li * N, step = (i64)lanes * N;
+	const int jn = first < C ? (int)min((i64)L.J, (C - first + step - 1) / step) : 0;
 	M col[N];
 #pragma unroll
 	for (int j = 0; j < N; ++j) col[j] = bcast_zero<M>();
 	M alla = bcast_zero<M>(), allb = bcast_zero<M>();
-	for (i64 r = r0 + warp; r < r1; r += BCAST_WARPS) {
+	for (i64 r = r0 + (flat ? 0 : warp); r < r1; r += BCAST_WARPS) {
 		M rowa = bcast_zero<M>(), rowb = bcast_zero<M>();
-		for (int jp = 0; jp < L.J; ++jp) {
-			const i64 c = cbase + ((i64)jp * 32 + lane) * N;
-			if (c >= C) break;
-			const i64 lim = C - c;
-			const Pack<T> g = bcast_load(dy, BCAST_FULL, r, c, C, vec, lim);
-			Pack<T> pa, pb, ra, rb;
-			if (Op::needs_a) pa = bcast_load(a, L.kind_a, r, c, C, vec, lim);
-			if (Op::needs_b) pb = bcast_load(b, L.kind_b, r, c, C, vec, lim);
+		const T oa = Op::needs_a ? bcast_one(a, L.kind_a, r) : T();
+		const T ob = Op::needs_b ? bcast_one(b, L.kind_b, r) : T();
+		for (int jp = 0; jp < jn; ++jp) {
+			const i64 c = first + jp * step;
+			// The pack's columns in the row, capped at N so that the
+			// per-element tests compare 32-bit values.
+			const int lim = (int)min(C - c, (i64)N);
+			const Pack<T> g = bcast_load(dy, BCAST_FULL, T(), r, c, C, vec, lim);
+			Pack<T> pa, pb;
+			if (Op::needs_a) pa = bcast_load(a, L.kind_a, oa, r, c, C, vec, lim);
+			if (Op::needs_b) pb = bcast_load(b, L.kind_b, ob, r, c, C, vec, lim);
+			M ga[N], gb[N];
 #pragma unroll
-			for (int j = 0; j < N; ++j) {
-				M ga, gb;
+			for (int j = 0; j < N; ++j)
 				Op::template apply<T>(to_op(g.v[j]), Op::needs_a ? to_op(pa.v[j]) : M(0),
-					Op::needs_b ? to_op(pb.v[j]) : M(0), s, ga, gb);
-				if (ka == BCAST_FULL) ra.v[j] = from_op<T>(ga);
-				if (kb == BCAST_FULL) rb.v[j] = from_op<T>(gb);
-				if (vec || j < lim) {
-					bcast_sum(ka, ga, col[j], rowa, alla);
-					bcast_sum(kb, gb, col[j], rowb, allb);
-				}
-			}
-			if (ka == BCAST_FULL) bcast_store(da, ra, r, c, C, vec, lim);
-			if (kb == BCAST_FULL) bcast_store(db, rb, r, c, C, vec, lim);
+					Op::needs_b ? to_op(pb.v[j]) : M(0), s, ga[j], gb[j]);
+			bcast_out<T, N>(da, ka, ga, col, rowa, alla, r, c, C, vec, lim);
+			bcast_out<T, N>(db, kb, gb, col, rowb, allb, r, c, C, vec, lim);
 		}
 		if (ka == BCAST_ROW) bcast_row_end<T, M>(da, wsa, L.part_a, rowa, r, ct, R);
 		if (kb == BCAST_ROW) bcast_row_end<T, M>(db, wsb, L.part_b, rowb, r, ct, R);

@@ -232,11 +232,23 @@ func roundUp(n, m int64) int64 { return (n + m - 1) / m * m }
 // BCAST_COL operand J is 1, so that each thread keeps its own columns'
 // sums; otherwise a warp takes as much of a row as leaves bcastTiles
 // tiles (all of it when there are that many row groups, or half as many
-// with a BCAST_ROW operand, whose sums then need no partials). It reports
-// false when the grid would not fit a launch.
+// with a BCAST_ROW operand, whose sums then need no partials). A single
+// row (R = 1: every operand full or one element) is split among the
+// block's 256 threads instead, J packs each, into about bcastTiles tiles,
+// so that every warp streams dy and a 0-d operand's sum has one partial
+// a tile. It reports false when the grid would not fit a launch.
 func bcastTileGeometry(L *bcastLayout, dt dtype.DType) bool {
 	N := int64(16 / dt.Size())
 	packs := (L.c + N - 1) / N
+	if L.r == 1 {
+		const lanes = bcastWarps * 32
+		J := max(1, (packs+bcastTiles*lanes-1)/(bcastTiles*lanes))
+		L.j = int32(min(J, 1<<20))
+		L.nct = (packs + lanes*int64(L.j) - 1) / (lanes * int64(L.j))
+		L.nrt, L.rows = 1, bcastWarps
+		L.phase = bcastTile
+		return L.nct <= maxGridX
+	}
 	lanePacks := (packs + 31) / 32 // J that covers a row
 	rows8 := (L.r + bcastWarps - 1) / bcastWarps
 	// Whole rows need as many row groups as half the tiles; a BCAST_ROW

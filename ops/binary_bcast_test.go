@@ -85,9 +85,10 @@ func TestBinaryBroadcastPlan(t *testing.T) {
 	if L := p.bc.tile; L.kindB != bcastRow || L.nct != 1 || L.j != 32 || L.partB != 0 || p.bc.tileWS != 0 {
 		t.Errorf("row sum: layout %+v, tile workspace %d", L, p.bc.tileWS)
 	}
-	// A 0-d b: partials per tile.
+	// A 0-d b: one row of 8M packs, 16 a thread, in 2048 tiles of 256
+	// threads, a partial each.
 	p, _ = NewBinaryBackward(BinaryDesc{Op: BinaryMul, DType: dtype.F32, Shape: []int{8192, 4096}, BShape: []int{}})
-	if L := p.bc.tile; L.kindB != bcastScalar || L.partB != 1 || L.nrt*L.nct < bcastTiles/2 {
+	if L := p.bc.tile; L.kindB != bcastScalar || L.partB != 1 || L.r != 1 || L.j != 16 || L.nrt != 1 || L.nct != bcastTiles {
 		t.Errorf("0-d b: layout %+v", L)
 	}
 	// [B, T, D] * [B, 1, D] takes the general path.
@@ -210,15 +211,22 @@ func bcastModel(t *testing.T, p *BinaryBackward, ts [5]*Tensor, dy, a, b []float
 		for tile := int64(0); tile < L.nrt*L.nct; tile++ {
 			rt, ct := tile/L.nct, tile%L.nct
 			r0, r1 := rt*L.rows, min(R, rt*L.rows+L.rows)
-			cbase := ct * int64(L.j) * 32 * N
+			// A single row is shared by the block's 256 threads, as one
+			// warp of 256 lanes.
+			flat := R == 1
+			lanes, warps := int64(32), int64(bcastWarps)
+			if flat {
+				lanes, warps = bcastWarps*32, 1
+			}
+			cbase := ct * int64(L.j) * lanes * N
 			var col [2][bcastWarps][32][16]float64
 			var all [2]float64
-			for w := int64(0); w < bcastWarps; w++ {
+			for w := int64(0); w < warps; w++ {
 				for r := r0 + w; r < r1; r += bcastWarps {
 					var row [2]float64
-					for lane := int64(0); lane < 32; lane++ {
+					for lane := int64(0); lane < lanes; lane++ {
 						for jp := int64(0); jp < int64(L.j); jp++ {
-							c := cbase + (jp*32+lane)*N
+							c := cbase + (jp*lanes+lane)*N
 							if c >= C {
 								break
 							}
@@ -232,8 +240,8 @@ func bcastModel(t *testing.T, p *BinaryBackward, ts [5]*Tensor, dy, a, b []float
 									case bcastFull:
 										mem[3+o][r*C+c+j] = g
 									case bcastCol:
-										if jp != 0 {
-											t.Fatalf("a column sum with J = %d", L.j)
+										if jp != 0 || flat {
+											t.Fatalf("a column sum with J = %d, R = %d", L.j, R)
 										}
 										col[o][w][lane][j] += g
 									case bcastRow:
@@ -506,6 +514,9 @@ func TestBcastModel(t *testing.T) {
 		}
 	}
 	checkBcastModel(t, dtype.F32, []int{257, 1000}, []int{257, 1000}, []int{1000}, true, false, rng)
+	// A single row of more than 256 packs a thread per tile: J = 2, and
+	// the last tile half full.
+	checkBcastModel(t, dtype.F32, []int{1<<21 + 1024}, []int{1<<21 + 1024}, []int{}, false, false, rng)
 	checkBcastModel(t, dtype.BF16, []int{4, 33, 65}, []int{4, 33, 65}, []int{4, 1, 65}, false, true, rng)
 	for i := 0; i < 300; i++ {
 		shape, as, bs := randomBroadcast(rng)

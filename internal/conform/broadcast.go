@@ -57,8 +57,9 @@ var unaligned = [5]func([]int) Layout{Unaligned, Unaligned, Unaligned, Unaligned
 // BroadcastCases is the suite: the bench's patterns scaled down (b of
 // [C], of [R, 1] and 0-d; a broadcast instead of b), sizes that leave a
 // tail in the packs, the lanes, the warps' rows and the tiles, sums that
-// span several tiles or chunks, the general path (rank 3 and up, both
-// operands broadcast, strided tensors), empty dy, and single outputs.
+// span several tiles or chunks (a 0-d sum with several packs a thread),
+// the general path (rank 3 and up, both operands broadcast, strided
+// tensors), empty dy, and single outputs.
 // quick trims it for selftest.
 func BroadcastCases(quick bool) []BroadcastCase {
 	cs := []BroadcastCase{
@@ -104,6 +105,7 @@ func BroadcastCases(quick bool) []BroadcastCase {
 		BroadcastCase{Shape: []int{4099, 300}, AShape: []int{4099, 300}, BShape: []int{300}},
 		BroadcastCase{Shape: []int{9, 70001}, AShape: []int{9, 70001}, BShape: []int{9, 1}},
 		BroadcastCase{Shape: []int{1<<20 + 3}, AShape: []int{1<<20 + 3}, BShape: []int{}},
+		BroadcastCase{Shape: []int{1<<21 + 1024}, AShape: []int{}, BShape: []int{1<<21 + 1024}},
 		BroadcastCase{Shape: []int{3, 20000, 2}, AShape: []int{3, 1, 2}, BShape: []int{3, 20000, 2}},
 		// The bench shapes, scaled down.
 		BroadcastCase{Shape: []int{512, 4096}, AShape: []int{512, 4096}, BShape: []int{4096}},
