@@ -125,25 +125,13 @@ type Build struct {
 // reductions, scans and binary ops measurably need (+5 to +13 points of copy bandwidth on an H100).
 var builds = []Build{
 	{Suffix: "", Arch: "compute_70", MinMajor: 7, Verify: []string{"sm_70", "sm_80", "sm_90"}},
-	// The bf16 reductions at three blocks per SM (80 registers) spill
-	// nothing for compute_80; prod's row kernel, at 86 registers two
-	// blocks, went from 45% to 57% of copy bandwidth on an H100, the others
-	// unchanged. For compute_70 the f64 prod kernels would spill.
-	// The bf16 scans at three blocks per SM (80 registers; they took
-	// 98-127 and two) do spill, up to 156 bytes a kernel (cummax and
-	// cummin along the col mapping; 188 before the sixteenth session
-	// compiled out of those two the phases they never run), and are faster so
-	// on an H100 (4096x4096):
-	// cumprod 132 -> 112 us along axis 0 and 104 -> 90 along axis 1,
-	// logcumsumexp 122 -> 100 and 102 -> 81, cummax and cummin along axis
-	// 1 58.6 -> 53.8, cumsum along axis 1 35.3 -> 33.9, the rest level;
-	// at four blocks most were slower. Since the twentieth session's
-	// grouped loads (gen/scan_run.cuh, ScanRun::load) the row kernels of
-	// cummax and cummin spill 210 bytes (on sm_90) and are still faster
-	// at three blocks than at two (bf16 along axis 1: 49.0 against 50.9
-	// us; logcumsumexp 65.8 against 74.2, cumprod 77.6 against 80.7; only
-	// cumsum along axis 1 gained at two, 33.0 against 35.1, and lost along
-	// axis 0, 42.3 against 37.6).
+	// The bf16 reductions and scans run at three blocks per SM (80
+	// registers). The reductions spill nothing there for compute_80 (for
+	// compute_70 the f64 prod kernels would, hence this build only). Some
+	// bf16 scan kernels spill there (SpillBytes: the col mapping's cummax
+	// and cummin, the row kernels of cummax and cummin) and are still faster
+	// than at two blocks; docs/variants.md ("Module builds") gives the
+	// figures.
 	{Suffix: "_sm80", Arch: "compute_80", MinMajor: 8, DTypes: []dtype.DType{dtype.BF16}, Verify: []string{"sm_80", "sm_90"},
 		MinBlocks: map[string]int{"reduce": 3, "scan": 3}, SpillBytes: map[string]int{"scan": 224}},
 	// compute_80 for the f16 kernels of the scan family's colstrip variant
