@@ -39,6 +39,23 @@ func (c *Context) Free(b Buffer) error {
 	return cuMemFree.do(uintptr(b.Addr))
 }
 
+// cuStreamLegacy is CU_STREAM_LEGACY, the handle of the legacy default
+// stream.
+const cuStreamLegacy = 0x1
+
+// waitLegacy waits for the work queued on the legacy default stream, where
+// the driver runs the synchronous copies and memsets. Their calls may
+// return before the device has finished them (the driver API's
+// synchronization rules: a copy from pageable host memory once the data is
+// staged, a device-to-device copy or a memset at once), and the streams of
+// NewStream do not wait for that stream, so without it a kernel queued
+// right after CopyHtoD, CopyDtoD, Memset8 or Memset32 could read the old
+// contents or have its writes overwritten by the copy. The caller holds the
+// context bound.
+func waitLegacy() error {
+	return cuStreamSynchronize.do(cuStreamLegacy)
+}
+
 // CopyHtoD copies src to the start of dst and waits for the copy.
 func (c *Context) CopyHtoD(dst Buffer, src []byte) error {
 	if int64(len(src)) > dst.Size {
@@ -52,7 +69,10 @@ func (c *Context) CopyHtoD(dst Buffer, src []byte) error {
 		return err
 	}
 	defer c.unbind(prev)
-	return cuMemcpyHtoD.call(uintptr(dst.Addr), uintptr(unsafe.Pointer(&src[0])), uintptr(len(src)))
+	if err := cuMemcpyHtoD.call(uintptr(dst.Addr), uintptr(unsafe.Pointer(&src[0])), uintptr(len(src))); err != nil {
+		return err
+	}
+	return waitLegacy()
 }
 
 // CopyDtoH copies len(dst) bytes from the start of src into dst and waits
@@ -86,7 +106,10 @@ func (c *Context) CopyDtoD(dst, src Buffer) error {
 		return err
 	}
 	defer c.unbind(prev)
-	return cuMemcpyDtoD.do(uintptr(dst.Addr), uintptr(src.Addr), uintptr(src.Size))
+	if err := cuMemcpyDtoD.do(uintptr(dst.Addr), uintptr(src.Addr), uintptr(src.Size)); err != nil {
+		return err
+	}
+	return waitLegacy()
 }
 
 // Memset8 sets every byte of dst to v and waits for it.
@@ -99,7 +122,10 @@ func (c *Context) Memset8(dst Buffer, v uint8) error {
 		return err
 	}
 	defer c.unbind(prev)
-	return cuMemsetD8.do(uintptr(dst.Addr), uintptr(v), uintptr(dst.Size))
+	if err := cuMemsetD8.do(uintptr(dst.Addr), uintptr(v), uintptr(dst.Size)); err != nil {
+		return err
+	}
+	return waitLegacy()
 }
 
 // Memset32 sets every 32-bit word of dst to v and waits for it. dst.Size
@@ -117,7 +143,10 @@ func (c *Context) Memset32(dst Buffer, v uint32) error {
 		return err
 	}
 	defer c.unbind(prev)
-	return cuMemsetD32.do(uintptr(dst.Addr), uintptr(v), uintptr(dst.Size/4))
+	if err := cuMemsetD32.do(uintptr(dst.Addr), uintptr(v), uintptr(dst.Size/4)); err != nil {
+		return err
+	}
+	return waitLegacy()
 }
 
 // Element is a host element type that device memory can hold as it is:
