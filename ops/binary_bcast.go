@@ -405,35 +405,30 @@ func (p *BinaryBackward) generalDims(ts *[5]*Tensor, out int, L *bcastLayout) {
 		st := [4]int64{ts[0].strideOf(d), opStride(1, &bc.ap, d), opStride(2, &bc.bp, d), 0}
 		if xs[d] == shape[d] {
 			st[3] = opStride(3+out, xs, d)
-			k := L.krank
-			if k > 0 && mergeable(L.kstride[:], k, st[:], size) {
-				L.kdim[k-1] *= size
-				for t := 0; t < 4; t++ {
-					L.kstride[t][k-1] = st[t]
-				}
-				continue
-			}
-			L.kdim[k] = size
-			for t := 0; t < 4; t++ {
-				L.kstride[t][k] = st[t]
-			}
-			L.krank++
+			L.krank = pushDim(&L.kdim, L.kstride[:], L.krank, st[:], size)
 		} else {
-			k := L.rrank
-			if k > 0 && mergeable(L.rstride[:], k, st[:3], size) {
-				L.rdim[k-1] *= size
-				for t := 0; t < 3; t++ {
-					L.rstride[t][k-1] = st[t]
-				}
-				continue
-			}
-			L.rdim[k] = size
-			for t := 0; t < 3; t++ {
-				L.rstride[t][k] = st[t]
-			}
-			L.rrank++
+			L.rrank = pushDim(&L.rdim, L.rstride[:], L.rrank, st[:3], size)
 		}
 	}
+}
+
+// pushDim adds a dim of the given size, with stride st[t] in tensor t, to
+// the rank dims of a list (the kept or the reduced ones): merged into the
+// last dim where every tensor's strides allow, else appended. It returns
+// the list's new rank.
+func pushDim(dims *[MaxRank]int64, strides [][MaxRank]int64, rank int32, st []int64, size int64) int32 {
+	k := rank
+	if k > 0 && mergeable(strides, k, st, size) {
+		k--
+		dims[k] *= size
+	} else {
+		dims[k] = size
+		rank++
+	}
+	for t := range st {
+		strides[t][k] = st[t]
+	}
+	return rank
 }
 
 // mergeable reports whether a dim of the given size and strides st merges
