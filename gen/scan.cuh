@@ -65,6 +65,9 @@
 //        (coalesced across the inner dims) and `split` warps (1..8) share
 //        the axis, each owning `items` (<= ScanItems::col) consecutive
 //        elements.
+//   short (a short axis over many slices, gen/scan_short.cuh): a thread owns
+//        a whole slice, staged through shared memory where the slices are
+//        contiguous along the axis.
 // A slice longer than one tile (split runs) is cut into `chunks` tiles.
 // Blocks take tiles through a ticket counter in carry order (the last tile
 // in scan order first) and chain them with the look-back; a tile only waits
@@ -97,3 +100,4 @@
 #include "scan_col.cuh"
 #include "scan_colpair.cuh"
 #include "scan_colstrip.cuh"
+#include "scan_short.cuh"

@@ -47,5 +47,10 @@ var scanFamily = Family{
 		// (cp.async): bf16 in the _sm80 build, f16 in _sm80h.
 		{Name: "colstrip", Template: "scan_backward_colstrip", MinMajor: 8, Ops: []string{"cummax", "cummin"},
 			DTypes: []dtype.DType{dtype.F16, dtype.BF16}, Block: 512},
+		// short: an axis of at most 32 elements over many slices, a
+		// thread per slice and its whole scan in registers, staged
+		// through shared memory where the slices are contiguous along
+		// the axis (ops/scan_short.go; no workspace).
+		{Name: "short", Template: "scan_backward_short", Block: 128},
 	},
 }

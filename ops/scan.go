@@ -177,6 +177,10 @@ type ScanBackward struct {
 	// stripAll: scanStripEnv "always".
 	stripK   *kernelRef
 	stripAll bool
+	// short: the plan takes the short mapping (scan_short.go): kernel is
+	// the short kernel, every Run launches it, and pairK and stripK are
+	// nil.
+	short bool
 }
 
 // NewScanBackward validates desc and returns a plan for it. The error wraps
@@ -184,8 +188,9 @@ type ScanBackward struct {
 // for an invalid dtype, ErrRank or ErrShape for a bad shape and ErrAxis for
 // an axis out of range.
 func NewScanBackward(desc ScanDesc) (*ScanBackward, error) {
-	// The plan's kernel is the row or col mapping, chosen from the shape;
-	// the colpair and colstrip kernels are added where they may apply.
+	// The plan's kernel is the short, row or col mapping, chosen from the
+	// shape; the colpair and colstrip kernels are added where they may
+	// apply (never to a short plan).
 	id := planID{plan: "ScanBackward", op: desc.Op.String(), dt: desc.DType}
 	if desc.Op < ScanCumsum || desc.Op > ScanLogcumsumexp {
 		return nil, id.errorf(ErrUnsupported, "unknown scan op %d", uint8(desc.Op))
@@ -233,6 +238,12 @@ func NewScanBackward(desc ScanDesc) (*ScanBackward, error) {
 		return nil, id.errorf(ErrUnsupported, "no kernel for %s %s", desc.Op, desc.DType)
 	}
 	p.kernel = newKernelRef("scan", name)
+	if numel > 0 && scanShortPicks(p.geom.n, p.geom.nslices, os.Getenv(scanShortEnv)) {
+		if sname, ok := lookupKernel("scan", desc.Op.String(), desc.DType, "short"); ok {
+			p.setShort(sname)
+			return p, nil
+		}
+	}
 	if p.geom.pair != nil && os.Getenv(scanPairEnv) != "never" {
 		if pname, ok := lookupKernel("scan", desc.Op.String(), desc.DType, "colpair"); ok {
 			p.pairK = newKernelRef("scan", pname)
@@ -272,7 +283,10 @@ func (p *ScanBackward) Kernel() KernelInfo {
 	// 16-byte rows (the innermost slice dim a multiple of 8 with unit
 	// stride, the other strides multiples of 8, 16-byte aligned tensors)
 	// and the strips fill one wave of the GPU to three quarters (99 to 132
-	// strips, 3168 to 4224 slices, on an H100's 132 SMs).
+	// strips, 3168 to 4224 slices, on an H100's 132 SMs). An axis of at
+	// most 32 elements over at least 2^14 slices (any number with
+	// BARACUDA_SCAN_SHORT=always, none with never) takes "short", which
+	// every Run of the plan launches, whatever the layout.
 	return KernelInfo{Name: p.kernel.name, Family: "scan", Op: p.id.op, DType: p.desc.DType, Backend: backend}
 }
 

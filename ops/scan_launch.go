@@ -199,6 +199,9 @@ func (p *ScanBackward) Run(s *driver.Stream, a *ScanArgs) error {
 	var L scanLayout
 	g := &p.geom
 	p.layout(a, &L, g)
+	if p.short {
+		return p.runShort(s, a, &L)
+	}
 	if p.stripK != nil {
 		// Strips fill a wave only where there are at least three
 		// quarters of a block per SM (stripFills): checked before the
