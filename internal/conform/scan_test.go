@@ -60,3 +60,33 @@ func TestScanNonFiniteCasesDecide(t *testing.T) {
 		}
 	}
 }
+
+// TestScanShortCasesTakeShort: with BARACUDA_SCAN_SHORT=always every
+// ScanShortCases plan of a non-empty tensor takes the short kernel (so
+// TestScanShortGPU checks it), and with the knob unset the default policy
+// takes it for every ScanShortDefaultCases plan.
+func TestScanShortCasesTakeShort(t *testing.T) {
+	check := func(cases []ScanCase) {
+		t.Helper()
+		for _, c := range cases {
+			for _, op := range ops.ScanOps() {
+				for _, dt := range dtype.All {
+					if !c.runs(op, dt) {
+						continue
+					}
+					p, err := ops.NewScanBackward(ops.ScanDesc{Op: op, DType: dt, Shape: c.Shape, Axis: c.Axis})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if name := p.Kernel().Name; !strings.HasSuffix(name, "_short") {
+						t.Errorf("%v %s %s: kernel %s, want the short one", c, op, dt, name)
+					}
+				}
+			}
+		}
+	}
+	t.Setenv("BARACUDA_SCAN_SHORT", "always")
+	check(ScanShortCases(false))
+	t.Setenv("BARACUDA_SCAN_SHORT", "")
+	check(ScanShortDefaultCases(false))
+}
