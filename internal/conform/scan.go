@@ -93,7 +93,8 @@ func scanSame(f func([]int) Layout) [4]func([]int) Layout { return [4]func([]int
 // look-back group), chained col tiles over whole 32-slice groups, short
 // rows packed several per block, rows chained over
 // several groups, every layout kind and mixed layouts, in place, empty
-// tensors; normal, special and exact values. quick trims it for selftest
+// tensors, short axes over 2^14 slices (the short mapping); normal,
+// special and exact values. quick trims it for selftest
 // and compute-sanitizer.
 func ScanCases(quick bool) []ScanCase {
 	var cs []ScanCase
@@ -180,6 +181,9 @@ func ScanCases(quick bool) []ScanCase {
 		OverX: true})
 	add([]int{0, 5}, 1, scanSame(Contiguous), ScanNormal)
 	add([]int{4, 0}, 1, scanSame(Contiguous), ScanNormal)
+	// The short mapping as the default policy takes it (2^14 slices of 4
+	// along either axis); ScanShortCases has the rest.
+	cs = append(cs, ScanShortDefaultCases(true)...)
 	return append(cs, ScanNonFiniteCases(quick)...)
 }
 
