@@ -47,5 +47,9 @@ var scanFamily = Family{
 		// (cp.async): bf16 in the _sm80 build, f16 in _sm80h.
 		{Name: "colstrip", Template: "scan_backward_colstrip", MinMajor: 8, Ops: []string{"cummax", "cummin"},
 			DTypes: []dtype.DType{dtype.F16, dtype.BF16}, Block: 512},
+		// tall: an outer axis over a few slices of a small contiguous
+		// inner extent (2..16), a block per tile of rows through shared
+		// memory (ops/scan_tall.go, gen/scan_tall.cuh).
+		{Name: "tall", Template: "scan_backward_tall"},
 	},
 }

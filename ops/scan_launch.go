@@ -199,6 +199,11 @@ func (p *ScanBackward) Run(s *driver.Stream, a *ScanArgs) error {
 	var L scanLayout
 	g := &p.geom
 	p.layout(a, &L, g)
+	if p.tallK != nil {
+		if done, err := p.runTall(s, a, &L); done || err != nil {
+			return err
+		}
+	}
 	if p.stripK != nil {
 		// Strips fill a wave only where there are at least three
 		// quarters of a block per SM (stripFills): checked before the
