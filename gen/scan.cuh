@@ -56,7 +56,8 @@
 // and reverses it in registers when the forward scan ran from the end, so
 // every loop below walks scan order.
 //
-// Mappings (chosen by the launcher from the shape):
+// Mappings (chosen by the launcher from the shape; gen/scan_tall.cuh has
+// a third, tall, for an outer axis over a few narrow contiguous slices):
 //   row  the axis is the innermost dim: `split` threads (32..256) share a
 //        slice, each owning a run of ScanItems::row consecutive elements
 //        (16-byte packs when the operands are contiguous along the axis and
@@ -101,3 +102,4 @@
 #include "scan_colpair.cuh"
 #include "scan_colstrip.cuh"
 #include "scan_short.cuh"
+#include "scan_tall.cuh"

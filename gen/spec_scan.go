@@ -52,5 +52,9 @@ var scanFamily = Family{
 		// through shared memory where the slices are contiguous along
 		// the axis (ops/scan_short.go; no workspace).
 		{Name: "short", Template: "scan_backward_short", Block: 128},
+		// tall: an outer axis over a few slices of a small contiguous
+		// inner extent (2..16), a block per tile of rows through shared
+		// memory (ops/scan_tall.go, gen/scan_tall.cuh).
+		{Name: "tall", Template: "scan_backward_tall"},
 	},
 }

@@ -181,6 +181,11 @@ type ScanBackward struct {
 	// the short kernel, every Run launches it, and pairK and stripK are
 	// nil.
 	short bool
+	// tallK and tallG are the tall kernel and its geometry where the
+	// policy takes the tall mapping (scan_tall.go, tallWanted): Run takes
+	// it where the operands allow (tallLayout), the col kernel elsewhere.
+	tallK *kernelRef
+	tallG *scanGeom
 }
 
 // NewScanBackward validates desc and returns a plan for it. The error wraps
@@ -259,6 +264,9 @@ func NewScanBackward(desc ScanDesc) (*ScanBackward, error) {
 			}
 		}
 	}
+	if numel > 0 && !p.geom.row {
+		p.newTall()
+	}
 	return p, nil
 }
 
@@ -287,7 +295,18 @@ func (p *ScanBackward) Kernel() KernelInfo {
 	// most 32 elements over at least 2^14 slices (any number with
 	// BARACUDA_SCAN_SHORT=always, none with never) takes "short", which
 	// every Run of the plan launches, whatever the layout.
-	return KernelInfo{Name: p.kernel.name, Family: "scan", Op: p.id.op, DType: p.desc.DType, Backend: backend}
+	//
+	// Along an outer axis of at least 4096 elements over at most 64
+	// slices whose inner extent (the dims after the axis) is 2 to 16, the
+	// plan takes "tall" (BARACUDA_SCAN_TALL=never|always overrides), and
+	// Run launches it where the operands have unit stride across the
+	// inner dims and that extent as the axis stride, the col kernel
+	// elsewhere.
+	name := p.kernel.name
+	if p.tallK != nil {
+		name = p.tallK.name
+	}
+	return KernelInfo{Name: name, Family: "scan", Op: p.id.op, DType: p.desc.DType, Backend: backend}
 }
 
 // Precision reports the plan's numerical guarantees: math in opmath; the
@@ -312,13 +331,17 @@ func (p *ScanBackward) WorkspaceSize() int64 { return p.wsSize() }
 // 32 (16-bit types along the innermost axis and f32/f16/bf16 along others),
 // with cummax and cummin 32 (16 for f32 along the innermost axis and f64,
 // 20 for bf16 along other axes), and with cumprod bf16 along other axes 15
-// (scanItems). Where Run may take the colpair kernel (see Kernel) it is the
-// larger of the two kernels' needs.
+// (scanItems). Where Run may take the colpair or tall kernel (see Kernel)
+// it is the largest of the kernels' needs.
 func (p *ScanBackward) wsSize() int64 {
+	size := p.geom.ws.size
 	if p.geom.pair != nil {
-		return max(p.geom.ws.size, p.geom.pair.ws.size)
+		size = max(size, p.geom.pair.ws.size)
 	}
-	return p.geom.ws.size
+	if p.tallG != nil {
+		size = max(size, p.tallG.ws.size)
+	}
+	return size
 }
 
 // Desc returns the plan's descriptor.

@@ -76,6 +76,8 @@ func scanStripSmem(n int64) int64 {
 // after the kernel.
 type scanGeom struct {
 	row     bool
+	tall    bool  // the tall mapping (scan_tall.go): the row mapping's forward-state passes and workspace
+	smem    int64 // tall: the tile's dynamic shared memory, bytes
 	split   int32
 	items   int32
 	n       int64
@@ -236,7 +238,7 @@ func (g *scanGeom) chunked(op ScanOp, dt dtype.DType) {
 		if dt == dtype.F64 {
 			msize = 8
 		}
-		g.ext = !g.row && (op == ScanCummax || op == ScanCummin)
+		g.ext = !g.row && !g.tall && (op == ScanCummax || op == ScanCummin)
 		w := &g.ws
 		w.flags = scanCounter
 		w.unitFlag = w.flags
@@ -303,11 +305,11 @@ func (g *scanGeom) addFillers(op ScanOp) {
 	}
 }
 
-// passes: a chunked row launch of an op with a forward state runs two
+// passes: a chunked row or tall launch of an op with a forward state runs two
 // passes before the main launch, the first of which fills the look-back
 // slots and resets the ticket counter (gen/scan_fwd.cuh, scan_fill_slots).
 func (g *scanGeom) passes(op ScanOp) bool {
-	return g.chunks > 1 && g.row && op.forwardState()
+	return g.chunks > 1 && (g.row || g.tall) && op.forwardState()
 }
 
 // lazyFwd: the forward state is computed in the main launch, where dx
@@ -315,5 +317,5 @@ func (g *scanGeom) passes(op ScanOp) bool {
 // before it (the row mapping's cumprod; cummax and cummin chain it
 // through the look-back).
 func (g *scanGeom) lazyFwd(op ScanOp) bool {
-	return op == ScanCumprod && !g.row && g.chunks > 1
+	return op == ScanCumprod && !g.row && !g.tall && g.chunks > 1
 }

@@ -202,6 +202,11 @@ func (p *ScanBackward) Run(s *driver.Stream, a *ScanArgs) error {
 	if p.short {
 		return p.runShort(s, a, &L)
 	}
+	if p.tallK != nil {
+		if done, err := p.runTall(s, a, &L); done || err != nil {
+			return err
+		}
+	}
 	if p.stripK != nil {
 		// Strips fill a wave only where there are at least three
 		// quarters of a block per SM (stripFills): checked before the

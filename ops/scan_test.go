@@ -52,9 +52,13 @@ func TestScanPlanInfo(t *testing.T) {
 	if p.shape[0] != 8 {
 		t.Error("Desc() shares the plan's shape")
 	}
-	col, _ := NewScanBackward(ScanDesc{Op: ScanCumsum, DType: dtype.F64, Shape: []int{4096, 3}})
+	col, _ := NewScanBackward(ScanDesc{Op: ScanCumsum, DType: dtype.F64, Shape: []int{4096, 33}})
 	if col.Kernel().Name != "scan_bw_cumsum_f64_col" {
-		t.Errorf("axis 0 of [4096 3] runs %s", col.Kernel().Name)
+		t.Errorf("axis 0 of [4096 33] runs %s", col.Kernel().Name)
+	}
+	tall, _ := NewScanBackward(ScanDesc{Op: ScanCumsum, DType: dtype.F64, Shape: []int{4096, 3}})
+	if tall.Kernel().Name != "scan_bw_cumsum_f64_tall" {
+		t.Errorf("axis 0 of [4096 3] runs %s", tall.Kernel().Name)
 	}
 	saved := map[ScanOp][2]bool{ScanCumsum: {false, false}, ScanCumprod: {true, true}, ScanCummax: {true, false},
 		ScanCummin: {true, false}, ScanLogcumsumexp: {true, true}}

@@ -39,7 +39,7 @@ func (p *ReduceBackward) kernelRefs() []*kernelRef {
 	return nonNil(p.rowK, p.colK, p.stats, p.apply, p.oneK, p.cluK, p.flatK, p.fixK, p.stripK, p.stripcK)
 }
 
-func (p *ScanBackward) kernelRefs() []*kernelRef { return nonNil(p.kernel, p.pairK, p.stripK) }
+func (p *ScanBackward) kernelRefs() []*kernelRef { return nonNil(p.kernel, p.pairK, p.stripK, p.tallK) }
 
 func (p *LpPool1dBackward) kernelRefs() []*kernelRef { return nonNil(p.pl.kernels[:]...) }
 

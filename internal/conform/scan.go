@@ -187,6 +187,70 @@ func ScanCases(quick bool) []ScanCase {
 	return append(cs, ScanNonFiniteCases(quick)...)
 }
 
+// ScanTallCases are the tall mapping's shapes (an outer axis over few
+// slices of 2 to 16 contiguous columns; TestScanTallGPU runs them with
+// BARACUDA_SCAN_TALL=always, and Run takes the col kernel where the
+// operands do not allow it): for C in {2, 3, 4, 7, 8, 16} axis lengths
+// around the tile sizes (256, 512 and 1024 rows with full runs, fewer
+// where the operands' tiles fill the shared memory) and several tiles,
+// and (full set) 100003 rows; batches [A, n, C] contiguous, with padded
+// and misaligned batch strides, inner dims that merge; in place and over
+// x; normal, special, exact and non-finite values. Layouts the kernel
+// cannot serve (padded rows, transposed) check the fallback.
+func ScanTallCases(quick bool) []ScanCase {
+	var cs []ScanCase
+	add := func(shape []int, axis int, l [4]func([]int) Layout, v ScanValues) {
+		cs = append(cs, ScanCase{Shape: shape, Axis: axis, Layouts: l, Values: v})
+	}
+	lengths := []int{1, 33, 255, 256, 257, 511, 512, 513, 1023, 1025, 5000}
+	if quick {
+		lengths = []int{257, 513, 5000}
+	}
+	for _, c := range []int{2, 3, 4, 7, 8, 16} {
+		for i, n := range lengths {
+			add([]int{n, c}, 0, scanSame(Contiguous), ScanValues(i%3))
+		}
+		add([]int{3000, c}, 0, scanSame(Unaligned), ScanExact)
+		if !quick {
+			add([]int{100003, c}, 0, scanSame(Contiguous), ScanValues(c%3))
+		}
+	}
+	add([]int{3, 5000, 4}, 1, scanSame(Contiguous), ScanNormal)
+	add([]int{3, 5000, 4}, 1, scanSame(scanBatchPadded), ScanSpecial)
+	add([]int{2, 3000, 2, 3}, 1, scanSame(Contiguous), ScanExact)
+	add([]int{3000, 2, 3}, 0, [4]func([]int) Layout{Contiguous, Unaligned, Contiguous, scanBatchPadded}, ScanSpecial)
+	add([]int{5, 2000, 7}, 1, [4]func([]int) Layout{scanBatchPadded, Contiguous, Unaligned, Contiguous}, ScanNormal)
+	add([]int{2000, 4}, 0, scanSame(Padded), ScanNormal)
+	add([]int{2000, 4}, 0, [4]func([]int) Layout{Contiguous, Transposed, Contiguous, Contiguous}, ScanSpecial)
+	add([]int{3000, 4}, 0, scanSame(Contiguous), ScanNonFinite)
+	add([]int{4, 3000, 3}, 1, scanSame(Contiguous), ScanNonFinite)
+	if !quick {
+		add([]int{100003, 3}, 0, scanSame(Contiguous), ScanNonFinite)
+		add([]int{8, 20000, 8}, 1, scanSame(Contiguous), ScanSpecial)
+		add([]int{16, 9000, 2}, 1, scanSame(Contiguous), ScanNormal)
+	}
+	cs = append(cs, ScanCase{Shape: []int{3000, 4}, Axis: 0, Layouts: scanSame(Contiguous), InPlace: true})
+	cs = append(cs, ScanCase{Shape: []int{3000, 3}, Axis: 0, Layouts: scanSame(Contiguous), Values: ScanSpecial,
+		OverX: true})
+	return cs
+}
+
+// scanBatchPadded lays a shape out densely but for the outermost dim,
+// whose stride is 8 elements more than dense: batches of a tall scan
+// that start 16 bytes apart from where a dense layout puts them.
+func scanBatchPadded(shape []int) Layout {
+	strides := make([]int, len(shape))
+	s := 1
+	for d := len(shape) - 1; d >= 0; d-- {
+		strides[d] = s
+		s *= shape[d]
+	}
+	if len(shape) > 1 {
+		strides[0] += 8
+	}
+	return Layout{Name: "batchpadded", Strides: strides, Span: spanOf(shape, strides)}
+}
+
 // ScanNonFiniteCases are the ScanNonFinite cases: one tile and chained
 // tiles of both mappings (the row kernel's forward-state passes, the col
 // kernel's state in the main launch), an inner axis of a strided rank-3

@@ -73,6 +73,43 @@ func TestScanStripGPU(t *testing.T) {
 	}
 }
 
+// TestScanTallGPU runs the tall mapping's cases with plans taking the
+// tall kernel wherever the shape allows (BARACUDA_SCAN_TALL=always; by
+// itself a plan takes it for axes of 4096 and more over at most 64
+// slices), every op, dtype and direction.
+func TestScanTallGPU(t *testing.T) {
+	t.Setenv("BARACUDA_SCAN_TALL", "always")
+	env := testEnv(t)
+	cases := ScanTallCases(quick())
+	for _, op := range ops.ScanOps() {
+		for _, dt := range dtype.All {
+			for _, reverse := range []bool{false, true} {
+				dir := "forward"
+				if reverse {
+					dir = "reverse"
+				}
+				t.Run("scan_bw_"+op.String()+"_"+dt.Suffix()+"_tall/"+dir, func(t *testing.T) {
+					report(t, env.CheckScan(op, dt, reverse, cases, 45))
+				})
+			}
+		}
+	}
+}
+
+// TestScanTallDefaultGPU runs the tall cases under the default policy
+// (long ones take the tall kernel, the others the col kernel).
+func TestScanTallDefaultGPU(t *testing.T) {
+	env := testEnv(t)
+	cases := ScanTallCases(quick())
+	for _, op := range ops.ScanOps() {
+		for _, dt := range []dtype.DType{dtype.F32, dtype.BF16} {
+			t.Run("scan_bw_"+op.String()+"_"+dt.Suffix()+"_talldefault", func(t *testing.T) {
+				report(t, env.CheckScan(op, dt, true, cases, 46))
+			})
+		}
+	}
+}
+
 func TestScanVectorsGPU(t *testing.T) {
 	env := testEnv(t)
 	for _, dt := range dtype.All {

@@ -1,0 +1,215 @@
+package ops
+
+import (
+	"errors"
+	"os"
+
+	"github.com/baracuda-go/baracuda/driver"
+	"github.com/baracuda-go/baracuda/dtype"
+)
+
+// The tall mapping (gen/scan_tall.cuh, scan_backward_tall): a scan along an
+// outer axis over few slices whose inner extent C (the product of the dims
+// after the axis) is small, e.g. [4194304, 4] along axis 0, or [A, n, C]
+// along axis 1 with few batches A. The col mapping gives such shapes a
+// few of a warp's 32 lanes; the tall kernel moves tiles of consecutive
+// rows, contiguous chunks of rows*C elements, through shared memory with
+// coalesced loads and scans each column there, wc warps to a column.
+
+// scanTallEnv, read when a plan is made, overrides where plans take the
+// tall mapping: "never" keeps them off it, "always" takes it for every
+// outer axis with an inner extent in 2..scanTallMaxC, however short the
+// axis or many the slices. It is a kernel developer's knob (to time or
+// test one mapping against the other); users leave it unset.
+const scanTallEnv = "BARACUDA_SCAN_TALL"
+
+const (
+	// scanTallMaxC is the widest inner extent the tall mapping serves.
+	scanTallMaxC = 16
+	// scanTallMinN and scanTallMaxSlices bound the default policy: an axis
+	// at least this long (below it the col mapping's few tiles are
+	// cheap) over at most this many slices (from about two warps of
+	// slices on the col mapping's lanes fill).
+	scanTallMinN      = 4096
+	scanTallMaxSlices = 64
+	// scanTallItems mirrors TallItems<T>::N: the most rows of a run.
+	scanTallItems = 8
+	// scanTallSmem bounds a tile's dynamic shared memory (every operand
+	// the op reads), below the 48 KiB a launch takes without an opt-in.
+	scanTallSmem = 32 << 10
+)
+
+// tallPitch mirrors tall_pitch in gen/scan_tall.cuh: the elements between
+// two runs of s elements in shared memory, so that the 32 lanes reading
+// one element each of 32 runs hit 32 banks.
+func tallPitch(s, size int64) int64 {
+	if size == 2 {
+		return ((s + 1) | 3) - 1
+	}
+	return s | 1
+}
+
+// tallWarps is the warps per column for an inner extent c: as many as
+// keep every column of the tile served at once (8 warps a block), at
+// most 4.
+func tallWarps(c int64) int64 {
+	wc := int64(1)
+	for wc < 4 && 2*wc*c <= scanWarps {
+		wc *= 2
+	}
+	return wc
+}
+
+// tallShape splits a shape at the axis: outer (the dims before it) and
+// inner (after it).
+func tallShape(shape []int, axis int) (outer, inner int64) {
+	return numel(shape[:axis]), numel(shape[axis+1:])
+}
+
+// tallWanted is the policy: whether a plan takes the tall mapping (env
+// is scanTallEnv's value).
+func tallWanted(shape []int, axis int, env string) bool {
+	if env == "never" {
+		return false
+	}
+	outer, inner := tallShape(shape, axis)
+	if inner < 2 || inner > scanTallMaxC {
+		return false
+	}
+	if env == "always" {
+		return true
+	}
+	return int64(shape[axis]) >= scanTallMinN && outer*inner <= scanTallMaxSlices
+}
+
+// newScanTallGeom is the tall kernel's geometry: wc warps to a column
+// (split), runs of items rows (the most that fit the tile's operands into
+// scanTallSmem), tiles of wc*32*items rows, a look-back unit per batch
+// and round (8/wc columns a round) for the f64 flags, a block per tile
+// and batch. The workspace and fill blocks are the row mapping's (g.tall
+// takes its forward-state passes).
+func newScanTallGeom(op ScanOp, dt dtype.DType, n, outer, inner int64) scanGeom {
+	size := int64(dt.Size())
+	needX, needY := op.Saved()
+	nops := int64(1)
+	if needX {
+		nops++
+	}
+	if needY {
+		nops++
+	}
+	wc := tallWarps(inner)
+	items := int64(scanTallItems)
+	for items > 1 && nops*32*wc*tallPitch(items*inner, size)*size > scanTallSmem {
+		items--
+	}
+	g := scanGeom{tall: true, n: n, nslices: outer * inner, split: int32(wc), items: int32(items)}
+	g.chunks = scanCeil(n, wc*32*items)
+	groups := scanWarps / wc
+	g.units = outer * scanCeil(inner, groups)
+	g.grid = g.chunks * outer
+	g.smem = scanAlign16(nops * 32 * wc * tallPitch(items*inner, size) * size)
+	g.chunked(op, dt)
+	return g
+}
+
+// tallLayout reports whether the tall kernel can serve the operands of L
+// (the plan's shape split into outer*inner slices): the slice dims merge
+// into [outer, inner] or [inner], every operand the op reads and dx has
+// unit stride across the inner dims and stride inner along the axis (so
+// a tile is one contiguous chunk), whatever the batch stride; vec says
+// whether every tile starts 16-byte aligned (the bases, and the batch
+// strides in bytes).
+func tallLayout(a *ScanArgs, L *scanLayout, op ScanOp, size, outer, inner int64) (vec, ok bool) {
+	r := int(L.srank)
+	switch {
+	case r == 1 && outer == 1 && L.sdim[0] == inner:
+	case r == 2 && L.sdim[0] == outer && L.sdim[1] == inner:
+	default:
+		return false, false
+	}
+	needX, needY := op.Saved()
+	used := [4]bool{true, needX, needY, true}
+	ts := [4]*Tensor{&a.DY, &a.X, &a.Y, &a.DX}
+	vec = true
+	for t := range ts {
+		if !used[t] {
+			continue
+		}
+		if L.sstride[t][r-1] != 1 || L.astride[t] != inner {
+			return false, false
+		}
+		if ts[t].Buf.Addr%16 != 0 || (r == 2 && L.sstride[t][0]*size%16 != 0) {
+			vec = false
+		}
+	}
+	return vec, true
+}
+
+// newTall sets the plan's tall kernel and geometry where the policy
+// takes the tall mapping (numel > 0).
+func (p *ScanBackward) newTall() {
+	if !tallWanted(p.shape, p.axis, os.Getenv(scanTallEnv)) {
+		return
+	}
+	name, ok := lookupKernel("scan", p.desc.Op.String(), p.desc.DType, "tall")
+	if !ok {
+		return
+	}
+	outer, inner := tallShape(p.shape, p.axis)
+	g := newScanTallGeom(p.desc.Op, p.desc.DType, int64(p.shape[p.axis]), outer, inner)
+	if g.grid > maxGridX {
+		return
+	}
+	p.tallG = &g
+	p.tallK = newKernelRef("scan", name)
+	p.tallK.smem = int(g.smem)
+}
+
+// runTall queues the tall kernel's launches on s where the operands allow
+// it (done), as Run does for the row mapping: chunked, the two
+// forward-state passes for cumprod, cummax and cummin (the first fills
+// the look-back slots), otherwise the memset of the ticket counter (the
+// main launch's fill blocks fill the slots); then the main launch. L
+// holds the col layout of the operands (Run's), which it turns into the
+// tall kernel's; not done, L is left as it was.
+func (p *ScanBackward) runTall(s *driver.Stream, a *ScanArgs, L *scanLayout) (done bool, err error) {
+	g := p.tallG
+	outer, inner := tallShape(p.shape, p.axis)
+	vec, ok := tallLayout(a, L, p.desc.Op, int64(p.desc.DType.Size()), outer, inner)
+	if !ok {
+		return false, nil
+	}
+	lf, err := p.tallK.resolve(s.Context())
+	if err != nil {
+		if errors.Is(err, errNoBuild) {
+			return false, nil
+		}
+		return true, err
+	}
+	L.setGeom(g)
+	L.vec = 0
+	if vec {
+		L.vec = 1
+	}
+	if g.chunks > 1 {
+		if g.passes(p.desc.Op) {
+			L.phase = scanFwdTiles // a block per tile and batch
+			if err := p.launchWith(lf, s, a, L, g.grid, scanBlock, int(g.smem)); err != nil {
+				return true, err
+			}
+			L.phase = scanFwdPrefix // as the row mapping's
+			prefixBlocks := scanCeil(g.nslices, scanBlock)
+			if g.chunks >= scanPrefixWide {
+				prefixBlocks = g.nslices
+			}
+			if err := p.launchWith(lf, s, a, L, prefixBlocks, scanBlock, int(g.smem)); err != nil {
+				return true, err
+			}
+			L.phase = scanMain
+		} else if err := s.MemsetD8Async(a.Workspace.Slice(0, scanCounter), 0xff); err != nil {
+			return true, err
+		}
+	}
+	return true, p.launchWith(lf, s, a, L, g.grid, scanBlock, int(g.smem))
+}
