@@ -61,3 +61,4 @@
 #include "reduce_flat.cuh"
 #include "reduce_kernels.cuh"
 #include "reduce_seg.cuh"
+#include "reduce_short.cuh"

@@ -16,7 +16,9 @@ package main
 // split col slices and the strips of an op with statistics as thread
 // block clusters, which combine their partials through distributed shared
 // memory. "seg" reduces over several axes whose reduced dims do not
-// coalesce into one group (ops/reduce_multi.go). A variant is instantiated only for the ops it serves (the lists
+// coalesce into one group (ops/reduce_multi.go). "short" is a short
+// axis (at most 16 positions) over many slices on dense operands, each
+// slice's statistics in one thread's registers (ops/reduce_short.go). A variant is instantiated only for the ops it serves (the lists
 // below). Layout is ReduceLayout (spec_layouts.go).
 // redCluster is the cluster variant's blocks per cluster
 // (also RED_CLUSTER_BLOCKS and ops' redCluster, through gen/spec_consts.go): 2, which
@@ -108,5 +110,12 @@ var reduceFamily = Family{
 		// blocks, one cluster per slice, which keep x in shared memory
 		// (compute capability 9.0, its own build).
 		{Name: "segc", Template: "reduce_segc", MinMajor: 9, Cluster: redSegCluster, Ops: redMomentOps},
+		// short: a single axis of at most 16 positions over many slices
+		// on dense operands (reduce_short.cuh): a thread per slice, or per
+		// vector of adjacent slices along an outer axis; every op. Two
+		// blocks an SM (128 registers) spill nothing but f64 prod, which
+		// keeps one (its other dtypes fit two in their registers anyway);
+		// the sm80 build's three would spill every op.
+		{Name: "short", Template: "reduce_short", MinBlocks: 2, OpMinBlocks: map[string]int{"prod": 1}},
 	},
 }

@@ -186,6 +186,8 @@ type ReduceBackward struct {
 	stripAny bool        // ... wherever the shape and operands allow it
 	stripcK  *kernelRef  // the strip kernel as thread block clusters (compute capability 9.0; nil where off)
 	stripc   reduceStrip // its cut (rows per block in chunk)
+	shortK   *kernelRef  // a short axis over many slices on dense operands (nil where off; reduce_short.go)
+	short    reduceShort // its cut
 
 	// multi is a plan over two or more axes (reduce_multi.go); nil for one.
 	multi *reduceMulti
@@ -299,6 +301,9 @@ func NewReduceBackward(desc ReduceDesc) (*ReduceBackward, error) {
 	}
 	if numel > 0 {
 		p.slices = numel / k
+		if err := p.planShort(); err != nil {
+			return nil, err
+		}
 		p.row = rowGeometry(p.slices, k, desc.DType.Size())
 		p.col = colGeometry(p.slices, k, colVec(desc.DType, desc.Op))
 		if p.flatK != nil {
@@ -410,6 +415,11 @@ func (p *ReduceBackward) Kernel() KernelInfo {
 	// plan has the clustered seg kernel (var and std whose slices fit a
 	// cluster's shared memory), the form Run takes on compute capability
 	// 9.0 and up where its blocks are at least as many as the GPU's SMs.
+	// "short" comes before all of these: a single axis of at most 16
+	// positions over at least 2^16 slices (any count under
+	// BARACUDA_REDUCE_SHORT=always), innermost or with an inner extent
+	// that is a multiple of a vector of 4 slices (16-bit dtypes) or 16
+	// bytes (reduce_short.go).
 	if m := p.multi; m != nil {
 		if m.inner != nil {
 			return m.inner.Kernel()
@@ -423,6 +433,8 @@ func (p *ReduceBackward) Kernel() KernelInfo {
 	geo, row := p.denseGeom()
 	ref := p.colK
 	switch {
+	case p.shortK != nil:
+		ref = p.shortK
 	case p.stripcK != nil && !row && (p.stripAny || geo.nchunks > 1):
 		ref = p.stripcK
 	case p.stripK != nil && !row && (p.stripAny || geo.nchunks > 1):

@@ -238,7 +238,9 @@ func (p *ReduceBackward) Run(s *driver.Stream, a *ReduceArgs) error {
 	// (the slices' totals, then dx; max, min and prod need only the
 	// first); for an op with statistics on dense operands, the strip
 	// kernel in place of those where the plan has it (var and std by
-	// default; see stripOp); nothing for an empty tensor.
+	// default; see stripOp); the short kernel in place of all of these
+	// where the plan has it and the operands allow it (see shortDense);
+	// nothing for an empty tensor.
 	if s == nil {
 		return p.id.errorf(ErrNilStream, "Run needs a stream")
 	}
@@ -253,6 +255,9 @@ func (p *ReduceBackward) Run(s *driver.Stream, a *ReduceArgs) error {
 	}
 	// A kernel is resolved (on first use, JIT-compiled) only where Run may
 	// launch it: each test that needs no loaded function comes first.
+	if p.shortK != nil && p.shortDense(a) {
+		return p.runShort(s, a)
+	}
 	var L reduceLayout
 	ctx := s.Context()
 	if p.stripOn() && p.stripDense(a) && p.stripMayFill(deviceSMs(ctx)) {

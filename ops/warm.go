@@ -36,7 +36,7 @@ func (p *ReduceBackward) kernelRefs() []*kernelRef {
 		}
 		return nonNil(m.segK, m.segcK)
 	}
-	return nonNil(p.rowK, p.colK, p.stats, p.apply, p.oneK, p.cluK, p.flatK, p.fixK, p.stripK, p.stripcK)
+	return nonNil(p.rowK, p.colK, p.stats, p.apply, p.oneK, p.cluK, p.flatK, p.fixK, p.stripK, p.stripcK, p.shortK)
 }
 
 func (p *ScanBackward) kernelRefs() []*kernelRef { return nonNil(p.kernel, p.pairK, p.stripK, p.tallK) }

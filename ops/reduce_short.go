@@ -1,0 +1,171 @@
+package ops
+
+import (
+	"os"
+
+	"github.com/baracuda-go/baracuda/driver"
+)
+
+// The short mapping (gen/reduce_short.cuh, reduce_short): a single reduced
+// axis of at most redShortMaxK positions over many slices, on dense
+// operands. The row and col mappings give each slice a group of threads
+// whose statistics are combined across lanes, most of them idle or
+// exchanging partials when a slice is a handful of elements; here one
+// thread holds a whole slice's statistics in registers. Two forms, by where the axis is:
+//
+//   - inner (the axis is x's innermost dim that is not 1: x seen as
+//     [S, k]): a block copies a chunk of consecutive slices (16 KiB of x,
+//     32 KiB of f64) into shared memory with 16-byte loads, a thread
+//     reduces one slice at a time there and writes its dx over its x, and
+//     the block stores the chunk with 16-byte stores;
+//   - outer (x seen as [O, k, I], I > 1 a multiple of shortVec): a thread
+//     owns a vector of adjacent slices (16 bytes, 8 of the 16-bit dtypes)
+//     and walks its k rows.
+//
+// The statistics accumulate in position order in opmath and each op's math
+// is reduce_ops.cuh's, as on every other path. Run takes it where every
+// operand it reads or writes is contiguous and x and dx are 16-byte
+// aligned (shortDense); other operands keep the other paths. A plan over
+// several axes whose reduced dims coalesce into one group takes it through
+// its single-axis plan on the coalesced view.
+const (
+	// redShortMaxK is RED_SHORT_KMAX: the longest axis the mapping takes
+	// (the bound of a thread's unrolled loops over a slice's values or a
+	// vector's rows).
+	redShortMaxK = 16
+	// redShortMinSlices is the fewest slices for which the policy takes
+	// the mapping by default: fewer slices leave its one thread per slice
+	// (or vector) too few threads, where the other mappings put several on
+	// each.
+	redShortMinSlices = 1 << 16
+)
+
+// reduceShortEnv, read when a plan is made, overrides the policy: "never"
+// keeps plans off the short mapping, "always" takes it wherever the shape
+// allows it (any number of slices, so that tests reach it with small
+// tensors). It is a kernel developer's knob; users leave it unset.
+const reduceShortEnv = "BARACUDA_REDUCE_SHORT"
+
+// The short mapping's forms (reduceShort.form).
+const (
+	redShortNone  = 0
+	redShortInner = 1 // the kernel's RED_ROW
+	redShortOuter = 2 // the kernel's RED_COL
+)
+
+// reduceShort is the short mapping's cut of x seen as [O, k, I]: the form,
+// and for the outer form the vectors (O*I/N, one per thread, N =
+// shortVec), I/N and its bc_div constants.
+type reduceShort struct {
+	form  int
+	packs int64
+	ip    int64
+	magic uint64
+	shift int32
+}
+
+// shortGeometry is the short mapping's cut of a shape reduced along axis,
+// with elements of size bytes, under the policy mode ("never", "always" or
+// "" for the default): the inner form where the axis is the innermost dim
+// that is not 1, the outer form where the inner extent is a multiple of a
+// vector (shortVec); none where k is 0 or longer than redShortMaxK, or (by
+// default) where the slices are fewer than redShortMinSlices.
+func shortGeometry(shape []int, axis, size int, mode string) reduceShort {
+	if mode == "never" {
+		return reduceShort{}
+	}
+	k, inner := int64(shape[axis]), numel(shape[axis+1:])
+	total := numel(shape)
+	if k < 1 || k > redShortMaxK || total == 0 {
+		return reduceShort{}
+	}
+	if mode != "always" && total/k < redShortMinSlices {
+		return reduceShort{}
+	}
+	n := shortVec(size)
+	switch {
+	case inner == 1:
+		return reduceShort{form: redShortInner}
+	case inner%n == 0:
+		g := reduceShort{form: redShortOuter, packs: total / k / n, ip: inner / n}
+		g.magic, g.shift = divMagic(g.ip)
+		return g
+	}
+	return reduceShort{}
+}
+
+// shortVec is the outer form's slices per thread (RedShortVec in
+// gen/reduce_short.cuh): a 16-byte vector, but 8 bytes (4 slices) of the
+// 16-bit dtypes.
+func shortVec(size int) int64 {
+	if size == 2 {
+		return 4
+	}
+	return int64(16 / size)
+}
+
+// planShort sets the plan's short mapping (see shortGeometry).
+func (p *ReduceBackward) planShort() error {
+	g := shortGeometry(p.shape, p.axis, p.desc.DType.Size(), os.Getenv(reduceShortEnv))
+	if g.form == redShortNone {
+		return nil
+	}
+	name, ok := lookupKernel("reduce", p.desc.Op.String(), p.desc.DType, "short")
+	if !ok {
+		return p.id.errorf(ErrUnsupported, "no short kernel for %s %s", p.desc.Op, p.desc.DType)
+	}
+	p.shortK, p.short = newKernelRef("reduce", name), g
+	return nil
+}
+
+// shortDense reports whether the operands allow the short kernel: every
+// one it reads or writes contiguous (dy and y in either shape), x and dx
+// 16-byte aligned.
+func (p *ReduceBackward) shortDense(a *ReduceArgs) bool {
+	ts := [4]*Tensor{&a.DY, &a.DX, &a.X, &a.Y}
+	n := 2
+	if p.desc.Op.needsSaved() {
+		n = 4
+	}
+	for _, t := range ts[:n] {
+		if !t.isContiguous() {
+			return false
+		}
+	}
+	return a.DX.Buf.Addr%16 == 0 && (n == 2 || a.X.Buf.Addr%16 == 0)
+}
+
+// shortChunk is the inner form's slices per block step (red_short_inner):
+// RED_BLOCK times as many slices per thread as fit RedShortCap's elements
+// (16 KiB, or RED_BLOCK*16 elements where that is more).
+func shortChunk(k int64, size int) int64 {
+	capElems := max(16384, redBlock*redShortMaxK*int64(size)) / int64(size)
+	return redBlock * (capElems / (redBlock * k))
+}
+
+// shortLayout is the short kernel's layout and grid: the inner form walks
+// the slices a chunk (shortChunk) a block at a time, the outer form the
+// vectors a thread each.
+func (p *ReduceBackward) shortLayout(L *reduceLayout) (grid int64) {
+	g := &p.short
+	*L = reduceLayout{k: p.k, slices: p.slices, chunk: p.k, nchunks: 1, scale: p.scale, group: 1, cvec: 1}
+	if g.form == redShortInner {
+		L.mapping = redRow
+		return min(ceilDiv(p.slices, shortChunk(p.k, p.desc.DType.Size())), maxGridX)
+	}
+	L.mapping = redCol
+	L.flat.packs, L.flat.ip = g.packs, g.ip
+	L.flat.magic[0], L.flat.shift[0] = g.magic, g.shift
+	return min(ceilDiv(g.packs, redBlock), maxGridX)
+}
+
+// runShort launches the short kernel on a (shortDense).
+func (p *ReduceBackward) runShort(s *driver.Stream, a *ReduceArgs) error {
+	lf, err := p.shortK.resolve(s.Context())
+	if err != nil {
+		return err
+	}
+	var L reduceLayout
+	grid := p.shortLayout(&L)
+	return p.launchGrid(s, lf, a, &L, grid, 0)
+}
