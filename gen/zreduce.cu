@@ -482,6 +482,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_logsumexp_f64_col
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_logsumexp_f64_seg(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<double, RedLogSumExp>(x, y, dy, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_f32_flat(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_flat<float, RedVar>(x, y, dy, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_f32_row(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_row<float, RedVar>(x, y, dy, dx, ws, L);
 }
@@ -502,6 +505,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_f32_strip(con
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_f32_seg(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<float, RedVar>(x, y, dy, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_f16_flat(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_flat<__half, RedVar>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_f16_row(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_row<__half, RedVar>(x, y, dy, dx, ws, L);
@@ -524,6 +530,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_f16_strip(con
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_f16_seg(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<__half, RedVar>(x, y, dy, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_bf16_flat(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_flat<__nv_bfloat16, RedVar>(x, y, dy, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_bf16_row(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_row<__nv_bfloat16, RedVar>(x, y, dy, dx, ws, L);
 }
@@ -544,6 +553,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_bf16_strip(co
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_bf16_seg(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<__nv_bfloat16, RedVar>(x, y, dy, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_f64_flat(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_flat<double, RedVar>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_f64_row(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_row<double, RedVar>(x, y, dy, dx, ws, L);
@@ -566,6 +578,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_f64_strip(con
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_f64_seg(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<double, RedVar>(x, y, dy, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_f32_flat(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_flat<float, RedStd>(x, y, dy, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_f32_row(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_row<float, RedStd>(x, y, dy, dx, ws, L);
 }
@@ -586,6 +601,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_f32_strip(con
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_f32_seg(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<float, RedStd>(x, y, dy, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_f16_flat(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_flat<__half, RedStd>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_f16_row(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_row<__half, RedStd>(x, y, dy, dx, ws, L);
@@ -608,6 +626,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_f16_strip(con
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_f16_seg(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<__half, RedStd>(x, y, dy, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_bf16_flat(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_flat<__nv_bfloat16, RedStd>(x, y, dy, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_bf16_row(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_row<__nv_bfloat16, RedStd>(x, y, dy, dx, ws, L);
 }
@@ -628,6 +649,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_bf16_strip(co
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_bf16_seg(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<__nv_bfloat16, RedStd>(x, y, dy, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_f64_flat(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_flat<double, RedStd>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_f64_row(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_row<double, RedStd>(x, y, dy, dx, ws, L);

@@ -123,6 +123,9 @@ extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_logsumexp_bf16_co
 extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_logsumexp_bf16_seg(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<__nv_bfloat16, RedLogSumExp>(x, y, dy, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_var_bf16_flat(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_flat<__nv_bfloat16, RedVar>(x, y, dy, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_var_bf16_row(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_row<__nv_bfloat16, RedVar>(x, y, dy, dx, ws, L);
 }
@@ -143,6 +146,9 @@ extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_var_bf16_strip(co
 }
 extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_var_bf16_seg(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<__nv_bfloat16, RedVar>(x, y, dy, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_std_bf16_flat(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_flat<__nv_bfloat16, RedStd>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_std_bf16_row(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_row<__nv_bfloat16, RedStd>(x, y, dy, dx, ws, L);
