@@ -1,7 +1,7 @@
 #pragma once
 // The flat kernel (reduce_flat) and the mend of its provisional dx
 // (red_flat_fix).
-#include "reduce_pass.cuh"
+#include "reduce_flat_stats.cuh"
 
 // The flat kernel for the provisional ops (max, min, prod; see
 // reduce_flat) leaves in the workspace:
@@ -27,13 +27,6 @@ template <typename Op>
 __device__ __forceinline__ unsigned* red_flat_bits(void* ws, i64 S) {
 	const i64 off = (red_flat_counts_size(S) + 8 * Op::flat_slots * S + 15) & ~(i64)15;
 	return reinterpret_cast<unsigned*>(static_cast<unsigned char*>(ws) + off);
-}
-
-// red_flat_kq is the first of the N adjacent slices that pack q (of outer
-// index o) holds where fip > 0: each element of the pack is its own slice.
-template <int N>
-__device__ __forceinline__ i64 red_flat_kq(i64 q, i64 o, const ReduceLayout& L) {
-	return (o * L.fip + q - bc_div(q, L.fmagic[1], L.fshift[1]) * L.fip) * N;
 }
 
 // red_flag tells whether x is such an element.
@@ -207,18 +200,20 @@ __device__ __forceinline__ void red_flat_fix(const T* __restrict__ x, const T* _
 			for (int e = 0; e < N; ++e) out.v[e] = from_op<T>(Op::elem(cx, (mb >> e) & 1 ? yv : nan));
 			store_pack(dx + q * N, out);
 		} else {
-			// Each element is its own slice kq + e; only those of wide
-			// slices are written.
+			// Element e is in slice kq + (e & em) (red_flat_kq); only
+			// those of wide slices are written.
 			const i64 kq = red_flat_kq<N>(q, o, L);
+			const int em = red_flat_em<N>(L);
 #pragma unroll
 			for (int e = 0; e < N; ++e) {
+				const i64 s = kq + (e & em);
 				RedAcc<M> acc = Op::template assumed<M>();
-				acc.z = cnt[kq + e];
+				acc.z = cnt[s];
 				if (!Op::wide(acc)) continue;
-				const M yv = to_op(y[kq + e]);
+				const M yv = to_op(y[s]);
 				const bool flagged = (mb >> e) & 1;
 				if (Op::mend_mask && !flagged) continue;
-				const RedCtx<M> cx = Op::template slice<M>(to_op(dy[kq + e]), yv, acc, L.scale, L.k);
+				const RedCtx<M> cx = Op::template slice<M>(to_op(dy[s]), yv, acc, L.scale, L.k);
 				dx[q * N + e] = from_op<T>(Op::elem(cx, flagged ? yv : nan));
 			}
 		}
@@ -231,9 +226,11 @@ __device__ __forceinline__ void red_flat_fix(const T* __restrict__ x, const T* _
 // kernel, which moves like the binary kernels: one 16-byte pack of x and
 // dx per thread over the flat index, a block per 256 packs. A pack lies in
 // one slice when I == 1 and k is a multiple of the pack's N (fip == 0: dy
-// and y are scalars, fmagic[0] divides by k/N), or in N adjacent slices
+// and y are scalars, fmagic[0] divides by k/N), in N adjacent slices
 // when I is a multiple of N (fip = I/N: dy and y are packs too, fmagic[0]
-// divides by k*I/N and fmagic[1] by fip).
+// divides by k*I/N and fmagic[1] by fip), or in N/I rows of all I slices
+// when I divides N and k*I is a multiple of N (fip = -I: element e is in
+// slice e mod I of its outer index; fmagic[0] divides by k*I/N).
 // The provisional ops (max, min, prod) take it too where their slices
 // would be split (red_flat_provisional): it writes the provisional dx
 // (their common case: one element equal to y; no zero), counts per slice
@@ -241,7 +238,9 @@ __device__ __forceinline__ void red_flat_fix(const T* __restrict__ x, const T* _
 // element equal to y, for prod a zero) and, for max/min, writes them as
 // the mend mask; the fix kernel then mends the slices where it is wrong
 // (red_flat_fix). Every dx is the same bits whatever the order of the
-// atomics. It is empty for var and std, which need the mean first.
+// atomics. Var and std, which need the mean first, take it twice: their
+// statistics pass (L.phase RED_PHASE_FLAT), then, after the apply
+// kernel's totals, their apply pass (reduce_flat_stats.cuh).
 // red_flat_count_pack (all 32 lanes, converged) counts the flagged
 // elements m of lane's pack q (any q where m == 0) into the block's counts
 // in shared memory (local: few slices) or the workspace's. The flat
@@ -259,10 +258,11 @@ __device__ __forceinline__ void red_flat_count_pack(void* ws, unsigned* bcnt, i6
 		red_flat_count<Op, false>(cnt, slots, wide, o, m, q * N);
 		return;
 	}
-	// Each element is its own slice kq + e.
+	// Element e is in slice kq + (e & em) (red_flat_kq).
 	const i64 kq = red_flat_kq<N>(q, o, L);
+	const int em = red_flat_em<N>(L);
 #pragma unroll
-	for (int e = 0; e < N; ++e) red_flat_count<Op, true>(cnt, slots, wide, kq + e, (m >> e) & 1u, q * N + e);
+	for (int e = 0; e < N; ++e) red_flat_count<Op, true>(cnt, slots, wide, kq + (e & em), (m >> e) & 1u, q * N + e);
 }
 
 // The provisional ops (max, min, prod) take it too where their slices
@@ -310,7 +310,7 @@ __device__ __forceinline__ void red_flat_provisional(const T* __restrict__ x, co
 				}
 			} else {
 				const i64 kq = red_flat_kq<N>(q, o, L);
-				const Pack<T> gv = load_pack(dy + kq), yp = load_pack(y + kq);
+				const Pack<T> gv = red_flat_load(dy + kq, L), yp = red_flat_load(y + kq, L);
 				bool bad = false;
 #pragma unroll
 				for (int e = 0; e < N; ++e) {
@@ -358,7 +358,13 @@ __device__ __forceinline__ void reduce_flat(const T* __restrict__ x, const T* __
 	typedef typename OpMath<T>::type M;
 	constexpr int N = Pack<T>::N;
 	if (Op::stats) {
-		if (Op::provisional) red_flat_provisional<T, Op>(x, y, dy, dx, ws, L);
+		if (Op::provisional) {
+			red_flat_provisional<T, Op>(x, y, dy, dx, ws, L);
+		} else if (L.phase == RED_PHASE_FLAT) {
+			red_flat_stats<T, Op>(x, static_cast<RedAcc<M>*>(ws), L);
+		} else {
+			red_flat_apply<T, Op>(x, y, dy, dx, static_cast<const RedAcc<M>*>(ws), L);
+		}
 		return;
 	}
 	const RedAcc<M> assumed = Op::template assumed<M>();
@@ -374,9 +380,9 @@ __device__ __forceinline__ void reduce_flat(const T* __restrict__ x, const T* __
 			for (int e = 0; e < N; ++e) out.v[e] = from_op<T>(Op::elem(c, Op::needs_x ? to_op(xv.v[e]) : M(0)));
 		} else {
 			const i64 kq = red_flat_kq<N>(q, o, L);
-			const Pack<T> gv = load_pack(dy + kq);
+			const Pack<T> gv = red_flat_load(dy + kq, L);
 			Pack<T> yp;
-			if (Op::needs_y) yp = load_pack(y + kq);
+			if (Op::needs_y) yp = red_flat_load(y + kq, L);
 			bool bad = false;
 #pragma unroll
 			for (int e = 0; e < N; ++e) {

@@ -11,7 +11,8 @@ package main
 // outer axis on dense operands: a block holds whole slices (a strip of
 // them) in shared memory, reads x once and waits for no other block.
 // "flat" is the ops without statistics, and the provisional ones, on dense
-// operands (an elementwise map of x with dy and y broadcast). "cluster"
+// operands (an elementwise map of x with dy and y broadcast), and var and
+// std's statistics and apply passes on dense operands of few slices. "cluster"
 // and "stripc" (compute capability 9.0 and up, their own build) run the
 // split col slices and the strips of an op with statistics as thread
 // block clusters, which combine their partials through distributed shared
@@ -46,13 +47,14 @@ const redSegCluster = 8
 // the mean: hasStats in ops/reduce.go), redMomentOps those whose
 // statistics need x read twice (var and std: the "one" kernel keeps x in
 // shared memory between the passes), redFlatOps those that "flat" serves
-// (every op whose dx is a map of x with dy and y broadcast, and the
-// provisional ones: max, min and prod), redFixOps those whose flat dx
-// is provisional ("fix" mends it).
+// (every op whose dx is a map of x with dy and y broadcast, the
+// provisional ones: max, min and prod, and var and std, a statistics pass
+// then an apply pass), redFixOps those whose flat dx is provisional ("fix"
+// mends it).
 var (
 	redStatsOps  = []string{"max", "min", "prod", "var", "std"}
 	redMomentOps = []string{"var", "std"}
-	redFlatOps   = []string{"sum", "mean", "max", "min", "prod", "norm2", "logsumexp"}
+	redFlatOps   = []string{"sum", "mean", "max", "min", "prod", "norm2", "logsumexp", "var", "std"}
 	redFixOps    = []string{"max", "min", "prod"}
 )
 

@@ -161,7 +161,7 @@ struct ReduceLayout {
 	// strip kernel takes fip = I and fmagic[0] dividing by its strips per
 	// outer index, see reduce_strip):
 	i64 fpacks;                       // 16-byte packs of x and dx
-	i64 fip;                          // I/N packs across the inner dims, 0 when I == 1
+	i64 fip;                          // I/N packs across the inner dims, 0 when I == 1, -I when I divides N (rows of I slices)
 	unsigned long long fmagic[2];     // bc_div by the packs of one outer index, by fip
 	int fshift[2];
 };

@@ -180,6 +180,8 @@ type ReduceBackward struct {
 	flatK    *kernelRef  // dense operands: ops without statistics, and the provisional ones (nil otherwise)
 	flat     reduceFlat  // its layout; flat.packs == 0 where the shape or the op's policy does not allow it
 	flatFx   bool        // the flat kernel is followed by red_flat_fix (provisional ops)
+	flatSt   bool        // var and std take the flat kernel's two passes (reduce_flat_stats.go)
+	flatG    reduceGeom  // ... and its statistics pass's tiles
 	fixK     *kernelRef  // ... that is, by this kernel (nil but for the provisional ops)
 	stripK   *kernelRef  // ops with statistics on dense operands, whole slices per block (nil where off)
 	strip    reduceStrip // its cut
@@ -276,9 +278,7 @@ func NewReduceBackward(desc ReduceDesc) (*ReduceBackward, error) {
 			refs = append(refs, kref{"one", &p.oneK})
 		}
 	}
-	if !desc.Op.hasStats() || desc.Op.provisional() {
-		refs = append(refs, kref{"flat", &p.flatK})
-	}
+	refs = append(refs, kref{"flat", &p.flatK})
 	if desc.Op.provisional() {
 		refs = append(refs, kref{"fix", &p.fixK})
 	}
@@ -307,11 +307,11 @@ func NewReduceBackward(desc ReduceDesc) (*ReduceBackward, error) {
 		p.row = rowGeometry(p.slices, k, desc.DType.Size())
 		p.col = colGeometry(p.slices, k, colVec(desc.DType, desc.Op))
 		if p.flatK != nil {
-			p.flat = flatGeometry(desc.Shape, axis, numel, desc.DType.Size())
-			if desc.Op.hasStats() && p.flat.packs > 0 && !p.flatSplit() {
+			p.flat = flatGeometry(desc.Shape, axis, numel, desc.DType.Size(), flatRowsOn())
+			if desc.Op.provisional() && p.flat.packs > 0 && !p.flatSplit() {
 				p.flat = reduceFlat{}
 			}
-			p.flatFx = desc.Op.hasStats() && p.flat.packs > 0
+			p.flatFx = desc.Op.provisional() && p.flat.packs > 0
 		}
 		if desc.Op.hasStats() {
 			acc := redAccSize(desc.DType)
@@ -346,6 +346,9 @@ func NewReduceBackward(desc ReduceDesc) (*ReduceBackward, error) {
 			if p.flatFx {
 				p.ws = max(p.ws, flatFixSize(desc.Op, desc.DType, p.slices, p.flat.packs))
 			}
+			if !desc.Op.provisional() {
+				p.planFlatStats()
+			}
 			if p.one {
 				// Then the ticket and one arrival counter per slice
 				// block (as many as with one slice per thread).
@@ -353,6 +356,9 @@ func NewReduceBackward(desc ReduceDesc) (*ReduceBackward, error) {
 				p.ws = (max(p.ws, p.oneOff+4*(1+ceilDiv(p.slices, w))) + 15) &^ 15
 			}
 		}
+	}
+	if (desc.Op == ReduceVar || desc.Op == ReduceStd) && !p.flatSt {
+		p.flatK = nil // Warm loads no kernel that Run never takes
 	}
 	return p, nil
 }

@@ -351,8 +351,11 @@ func oneGeometry(geo reduceGeom, k, rowBytes int64) (reduceGeom, bool) {
 
 // flatGeometry is the flat kernel's layout for x of shape, reduced along
 // axis: a 16-byte pack of N elements must lie in one slice (I == 1, k a
-// multiple of N) or in N adjacent ones (I a multiple of N); else packs is 0.
-func flatGeometry(shape []int, axis int, elems int64, size int) reduceFlat {
+// multiple of N), in N adjacent ones (I a multiple of N), or, with rows,
+// hold N/I whole rows of the I slices of one outer index (I divides N and
+// k*I is a multiple of N: ip = -I; element e is in slice e mod I); else
+// packs is 0.
+func flatGeometry(shape []int, axis int, elems int64, size int, rows bool) reduceFlat {
 	n := int64(16 / size)
 	k, inner := int64(shape[axis]), numel(shape[axis+1:])
 	var f reduceFlat
@@ -363,12 +366,24 @@ func flatGeometry(shape []int, axis int, elems int64, size int) reduceFlat {
 		f.ip = inner / n
 		f.magic[0], f.shift[0] = divMagic(k * f.ip)
 		f.magic[1], f.shift[1] = divMagic(f.ip)
+	case rows && inner > 1 && n%inner == 0 && (k*inner)%n == 0:
+		f.ip = -inner
+		f.magic[0], f.shift[0] = divMagic(k * inner / n)
 	default:
 		return f
 	}
 	f.packs = elems / n
 	return f
 }
+
+// reduceFlatRowsEnv, read when a plan is made: "never" keeps the flat
+// kernel off the layout whose packs hold rows of several slices (an inner
+// extent I of 2 or 4 that divides a pack's N elements, fip < 0), so that
+// those shapes take the row and col kernels as before. It is a kernel
+// developer's knob; users leave it unset.
+const reduceFlatRowsEnv = "BARACUDA_REDUCE_FLAT_ROWS"
+
+func flatRowsOn() bool { return os.Getenv(reduceFlatRowsEnv) != "never" }
 
 // planStrip sets up the strip kernels the plan may take (see stripOp and
 // reduceStripEnv) where the shape can be cut into strips: the clustered

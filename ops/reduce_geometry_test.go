@@ -132,7 +132,7 @@ func TestReduceFlat(t *testing.T) {
 		{dtype.F16, []int{4, 5, 12}, 1, 0, 0, 0, 0}, // I = 12 is no multiple of 8
 		{dtype.F32, []int{7}, 0, 0, 0, 0, 0},
 	} {
-		f := flatGeometry(c.shape, c.axis, numel(c.shape), c.dt.Size())
+		f := flatGeometry(c.shape, c.axis, numel(c.shape), c.dt.Size(), true)
 		if f.packs != c.packs || f.ip != c.ip {
 			t.Errorf("%s %v axis %d: packs %d ip %d, want %d %d", c.dt, c.shape, c.axis, f.packs, f.ip, c.packs, c.ip)
 			continue

@@ -290,10 +290,13 @@ func (p *ReduceBackward) Run(s *driver.Stream, a *ReduceArgs) error {
 		}
 	}
 	if p.dense(a) {
-		preload(ctx, p.flatK, pick(p.flatFx, p.fixK))
+		preload(ctx, p.flatK, pick(p.flatFx, p.fixK), pick(p.flatSt, p.apply))
 		lf, err := p.flatK.resolve(ctx)
 		if err != nil {
 			return err
+		}
+		if p.flatSt {
+			return p.runFlatStats(s, lf, a)
 		}
 		if !p.flatFx {
 			L = reduceLayout{k: p.k, slices: p.slices, chunk: p.k, nchunks: 1, scale: p.scale, flat: p.flat}
@@ -360,6 +363,29 @@ func (p *ReduceBackward) Run(s *driver.Stream, a *ReduceArgs) error {
 	if err != nil {
 		return err
 	}
+	return p.launch(s, lf, a, &L)
+}
+
+// runFlatStats queues var and std's flat path (reduce_flat_stats.go): the
+// flat kernel's statistics pass (redPhaseFlat, a block per tile), the
+// apply kernel's totals (redPhaseTotal, on the col layout of the
+// partials), then the flat kernel's apply pass.
+func (p *ReduceBackward) runFlatStats(s *driver.Stream, lf *loadedFunction, a *ReduceArgs) error {
+	g := &p.flatG
+	L := reduceLayout{k: p.k, slices: p.slices, chunk: g.chunk, nchunks: g.nchunks, tiles: g.tiles, scale: p.scale,
+		mapping: redCol, phase: redPhaseFlat, flat: p.flat}
+	if err := p.launchGrid(s, lf, a, &L, min(g.tiles, maxGridX), 0); err != nil {
+		return err
+	}
+	la, err := p.apply.resolve(s.Context())
+	if err != nil {
+		return err
+	}
+	L.phase = redPhaseTotal
+	if err := p.launch(s, la, a, &L); err != nil {
+		return err
+	}
+	L.phase = redPhaseApply
 	return p.launch(s, lf, a, &L)
 }
 

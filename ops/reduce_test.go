@@ -33,7 +33,7 @@ func TestReduceOpNames(t *testing.T) {
 		// The spec instantiates a variant for exactly the ops whose plans
 		// refer to it: no kernel a plan needs is missing, and none is
 		// compiled that no plan takes.
-		want := map[string]bool{"row": true, "col": true, "flat": !op.hasStats() || op.provisional(),
+		want := map[string]bool{"row": true, "col": true, "flat": true,
 			"stats": op.hasStats(), "apply": op.hasStats(), "strip": op.hasStats(), "cluster": op.hasStats(),
 			"stripc": op.hasStats(), "one": op.hasStats() && !op.provisional(), "short": true}
 		for _, dt := range dtype.All {

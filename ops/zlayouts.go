@@ -97,7 +97,7 @@ type reduceLayout struct {
 // keeps it (ReduceBackward.flat).
 type reduceFlat struct {
 	packs int64     // 16-byte packs of x and dx
-	ip    int64     // I/N packs across the inner dims, 0 when I == 1
+	ip    int64     // I/N packs across the inner dims, 0 when I == 1, -I when I divides N (rows of I slices)
 	magic [2]uint64 // bc_div by the packs of one outer index, by fip
 	shift [2]int32
 }

@@ -328,3 +328,55 @@ func reduceSlice(rng *rand.Rand, op string, x []float64) {
 		}
 	}
 }
+
+// ReduceFlatRowsCases are [k, I] along axis 0 (and [2, k, I] along axis 1:
+// two outer indices) for I in {2, 3, 4, 8}, where the flat kernel's packs
+// hold rows of several slices for I dividing a pack's elements (2 and 4
+// for f16/bf16, 2 for f32): k at a multiple of 4 (every pack whole) and
+// one off it either side (k*I no multiple of a pack: the row and col
+// kernels), long ones (2^20 rows; quick: 2^14), and, with ties, the
+// tie-heavy data (DataEqual, DataSaturated), short and long; contiguous,
+// with dy alone unaligned and padded (Run keeps those off the flat
+// kernel); and, for var and std, corrections with N - c <= 0.
+func ReduceFlatRowsCases(quick, ties bool) []ReduceCase {
+	long := 1 << 20
+	if quick {
+		long = 1 << 14
+	}
+	var cs []ReduceCase
+	add := func(shape []int, axis int, data string, ls [4]func([]int) Layout) {
+		cs = append(cs, ReduceCase{Shape: shape, Axis: axis, Correction: 1, Layouts: ls, Data: data})
+	}
+	dyOdd := [4]func([]int) Layout{Contiguous, Contiguous, Unaligned, Contiguous}
+	for _, inner := range []int{2, 3, 4, 8} {
+		for _, k := range []int{4095, 4096, 4097} {
+			add([]int{k, inner}, 0, "", same4(Contiguous))
+			add([]int{2, k, inner}, 1, "", same4(Contiguous))
+		}
+		add([]int{4096, inner}, 0, "", dyOdd)
+		add([]int{1000, inner}, 0, "", same4(Padded))
+		if inner != 3 {
+			add([]int{long, inner}, 0, "", same4(Contiguous))
+		}
+		for _, data := range []string{DataEqual, DataSaturated} {
+			if ties {
+				add([]int{24, inner}, 0, data, same4(Contiguous))
+				add([]int{2, 4096, inner}, 1, data, same4(Contiguous))
+			}
+		}
+	}
+	if ties {
+		for _, data := range []string{DataEqual, DataSaturated} {
+			add([]int{long, 4}, 0, data, same4(Contiguous))
+			add([]int{long, 2}, 0, data, same4(Contiguous))
+		}
+	}
+	add([]int{long + 1, 4}, 0, "", same4(Contiguous))
+	// k = 1 and 2: a pack of bf16 holds every row of 8 (4) slices.
+	add([]int{1, 8}, 0, "", same4(Contiguous))
+	add([]int{2, 4}, 0, "", same4(Contiguous))
+	// var and std: N == c and N < c (fractional) on the rows layout.
+	cs = append(cs, ReduceCase{Shape: []int{8, 4}, Axis: 0, Correction: 8, Layouts: same4(Contiguous)},
+		ReduceCase{Shape: []int{8, 2}, Axis: 0, Correction: 9.5, Layouts: same4(Contiguous)})
+	return cs
+}

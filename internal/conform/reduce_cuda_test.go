@@ -110,6 +110,55 @@ func TestReduceFlatGPU(t *testing.T) {
 	}
 }
 
+// TestReduceFlatRowsGPU runs ReduceFlatRowsCases for every op and dtype
+// (the tie-heavy data for max, min and prod): by default (the ops without
+// statistics take the flat kernel on dense operands, max, min and prod
+// where their slices split), for max, min and prod with the flat path
+// forced (BARACUDA_REDUCE_FLAT=always: the short slices too), and on the
+// quick cases with the rows layout off (BARACUDA_REDUCE_FLAT_ROWS=never:
+// the row and col kernels). Each case runs twice and must give the same
+// bits (runKeepThenReduced), inside NaN guard bands.
+func TestReduceFlatRowsGPU(t *testing.T) {
+	env := testEnv(t)
+	for _, mode := range []struct{ name, flat, rows string }{{"default", "", ""}, {"always", "always", ""}, {"rowsoff", "", "never"}} {
+		t.Run(mode.name, func(t *testing.T) {
+			t.Setenv("BARACUDA_REDUCE_FLAT", mode.flat)
+			t.Setenv("BARACUDA_REDUCE_FLAT_ROWS", mode.rows)
+			for _, op := range ops.ReduceOps() {
+				tied := op == ops.ReduceMax || op == ops.ReduceMin || op == ops.ReduceProd
+				if mode.flat == "always" && !tied {
+					continue // the knob is the provisional ops'
+				}
+				cases := ReduceFlatRowsCases(quick() || mode.rows == "never", tied)
+				for _, dt := range dtype.All {
+					t.Run("reduce_bw_"+op.String()+"_"+dt.Suffix(), func(t *testing.T) {
+						report(t, env.CheckReduce(op, dt, cases, 47))
+					})
+				}
+			}
+		})
+	}
+}
+
+// TestReduceFlatStatsGPU runs the suite and ReduceFlatRowsCases for var
+// and std with their flat path (statistics pass, totals, apply pass)
+// forced wherever the shape allows it (BARACUDA_REDUCE_FLAT_STATS=always:
+// I == 1 and unsplit slices too, corrections with N - c <= 0 included), so
+// that every contiguous case with whole packs reaches it; the others take
+// their usual paths.
+func TestReduceFlatStatsGPU(t *testing.T) {
+	t.Setenv("BARACUDA_REDUCE_FLAT_STATS", "always")
+	env := testEnv(t)
+	cases := append(ReduceCases(quick()), ReduceFlatRowsCases(quick(), false)...)
+	for _, op := range []ops.ReduceOp{ops.ReduceVar, ops.ReduceStd} {
+		for _, dt := range dtype.All {
+			t.Run("reduce_bw_"+op.String()+"_"+dt.Suffix(), func(t *testing.T) {
+				report(t, env.CheckReduce(op, dt, cases, 48))
+			})
+		}
+	}
+}
+
 func TestReduceVectorsGPU(t *testing.T) {
 	env := testEnv(t)
 	for _, dt := range dtype.All {

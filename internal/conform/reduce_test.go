@@ -35,3 +35,88 @@ func TestReduceStripCasesReachStrip(t *testing.T) {
 		}
 	}
 }
+
+// TestReduceFlatRowsCasesReachFlat: the contiguous ReduceFlatRowsCases
+// whose inner extent I divides a pack (8 elements of f16/bf16, 4 of f32)
+// with k*I a multiple of it are ones sum's plan gives the flat kernel,
+// none under BARACUDA_REDUCE_FLAT_ROWS=never, and the others keep their
+// paths (I a multiple of a pack: flat; else the row and col kernels), so that
+// TestReduceFlatRowsGPU reaches the rows layout and its fallback.
+func TestReduceFlatRowsCasesReachFlat(t *testing.T) {
+	reached := 0
+	for _, rows := range []string{"", "never"} {
+		t.Setenv("BARACUDA_REDUCE_FLAT_ROWS", rows)
+		for _, c := range ReduceFlatRowsCases(false, true) {
+			if c.Layouts[0](c.Shape).Name != Contiguous(c.Shape).Name {
+				continue
+			}
+			for _, dt := range []dtype.DType{dtype.BF16, dtype.F16, dtype.F32} {
+				n := 16 / dt.Size()
+				k, inner := c.Shape[c.Axis], c.Shape[len(c.Shape)-1]
+				rowsLayout := inner < n && n%inner == 0 && k*inner%n == 0
+				p, err := ops.NewReduceBackward(ops.ReduceDesc{Op: ops.ReduceSum, DType: dt, Shape: c.Shape, Axis: c.Axis})
+				if err != nil {
+					t.Fatal(err)
+				}
+				flat := strings.HasSuffix(p.Kernel().Name, "_flat")
+				// I a multiple of a pack: the adjacent-slice layout, either way.
+				if want := inner%n == 0 || rowsLayout && rows == ""; flat != want {
+					t.Errorf("sum %s %s rows=%q: flat kernel %v, want %v", dt, c, rows, flat, want)
+				}
+				if flat && rowsLayout {
+					reached++
+				}
+			}
+		}
+	}
+	if reached == 0 {
+		t.Error("no case reaches the rows layout")
+	}
+}
+
+// TestReduceFlatStatsCasesReachFlat: under BARACUDA_REDUCE_FLAT_STATS=always
+// cases of TestReduceFlatStatsGPU reach var and std's flat path in every
+// dtype, among them I == 1, I dividing a pack and a correction with
+// N - c <= 0; by default the long [k, 4] rows of f16/bf16 do.
+func TestReduceFlatStatsCasesReachFlat(t *testing.T) {
+	for _, env := range []string{"always", ""} {
+		t.Setenv("BARACUDA_REDUCE_FLAT_STATS", env)
+		cases := append(ReduceCases(false), ReduceFlatRowsCases(false, false)...)
+		for _, dt := range dtype.All {
+			var inner1, rows, corr, long int
+			for _, c := range cases {
+				if c.Layouts[0](c.Shape).Name != Contiguous(c.Shape).Name || product(c.Shape) == 0 {
+					continue
+				}
+				p, err := ops.NewReduceBackward(ops.ReduceDesc{Op: ops.ReduceStd, DType: dt, Shape: c.Shape, Axis: c.Axis,
+					Correction: c.Correction})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !strings.HasSuffix(p.Kernel().Name, "_flat") {
+					continue
+				}
+				axis := (c.Axis + len(c.Shape)) % len(c.Shape)
+				inner := product(c.Shape[axis+1:])
+				switch {
+				case inner == 1:
+					inner1++
+				default:
+					rows++
+				}
+				if float64(c.Shape[axis]) <= c.Correction {
+					corr++
+				}
+				if c.Shape[axis] >= 1<<20 {
+					long++
+				}
+			}
+			if env == "always" && (inner1 == 0 || corr == 0 || rows == 0 && dt != dtype.F64) {
+				t.Errorf("%s: the flat path takes %d cases of I == 1, %d of rows, %d with N <= c", dt, inner1, rows, corr)
+			}
+			if env == "" && dt.Size() == 2 && long == 0 {
+				t.Errorf("%s: no long case takes the flat path by default", dt)
+			}
+		}
+	}
+}
