@@ -339,7 +339,7 @@ func NewReduceBackward(desc ReduceDesc) (*ReduceBackward, error) {
 			}
 			p.ws = entries * acc
 			if p.flatFx {
-				p.ws = max(p.ws, flatFixSize(desc.Op, desc.DType, p.slices, p.flat.packs))
+				p.ws = max(p.ws, flatFixSize(desc.Op, desc.DType, p.slices, p.flat.packs, k))
 			}
 			if p.one {
 				// Then the ticket and one arrival counter per slice

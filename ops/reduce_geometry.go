@@ -58,8 +58,11 @@ const (
 // writes a mask of the elements a wide mend rewrites; then the fix kernel
 // (redPhaseFlat) mends the slices where it is wrong: at the
 // recorded elements alone, across the whole grid from the mask (many ties;
-// prod with two or more zeros), or by reading the slice again
-// (gen/reduce_flat.cuh, red_flat_fix). Against the stats kernel and red_total
+// prod with two or more zeros; with few slices, max and min with no
+// element equal to y), or by reading the slice again: a warp a slice
+// where the slices are many, the whole grid a slice where they are at most
+// redFlatLocal (prod with one zero, red_flat_regrid) (gen/reduce_flat.cuh,
+// red_flat_fix). Against the stats kernel and red_total
 // (or the cluster kernel), which read x as strided tiles and combine
 // partials, the flat kernel streams x at the binary kernels' speed on an
 // H100. Slices that are not split keep the row and col kernels, which read
@@ -85,14 +88,21 @@ func flatCountsSize(slices int64) int64 {
 	return (4*(slices+1) + 15) &^ 15
 }
 
-// flatFixSize is the workspace of the flat path: the counts, then
-// flatSlots 8-byte indices per slice, then for Max and Min, at a 16-byte
-// boundary, the mend mask: one bit per element of x in 32-bit words, n
-// words per 32 packs of n elements (red_flat_bits).
-func flatFixSize(op ReduceOp, dt dtype.DType, slices, packs int64) int64 {
+// flatFixSize is the workspace of the flat path for slices of k
+// elements: the counts, then flatSlots 8-byte indices per slice, then at a
+// 16-byte boundary for Max and Min the mend mask: one bit per element of x
+// in 32-bit words, n words per 32 packs of n elements (red_flat_bits); for
+// Prod with at most redFlatLocal slices, the fix kernel's grid-wide redo
+// of a slice with one zero (red_flat_regrid_ws): a 4-byte counter and an
+// 8-byte position per slice, each part 16-byte aligned, then a partial
+// per redRegridUnit positions of every slice.
+func flatFixSize(op ReduceOp, dt dtype.DType, slices, packs, k int64) int64 {
 	size := (flatCountsSize(slices) + 8*flatSlots(op)*slices + 15) &^ 15
 	if op == ReduceMax || op == ReduceMin {
 		size += 4 * int64(16/dt.Size()) * ceilDiv(packs, 32)
+	}
+	if op == ReduceProd && slices <= redFlatLocal {
+		size += (4*slices+15)&^15 + (8*slices+15)&^15 + slices*ceilDiv(k, redRegridUnit)*redAccSize(dt)
 	}
 	return size
 }

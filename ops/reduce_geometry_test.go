@@ -224,7 +224,7 @@ func TestReduceFlatPlan(t *testing.T) {
 			t.Errorf("%s %s %v axis %d %s=%q: flat path %v, want %v", c.op, c.dt, c.shape, c.axis, reduceFlatEnv, c.env, p.flatFx, c.want)
 		}
 		if c.want {
-			need := flatFixSize(c.op, c.dt, p.slices, p.flat.packs)
+			need := flatFixSize(c.op, c.dt, p.slices, p.flat.packs, p.k)
 			if p.ws < need || p.flat.packs == 0 {
 				t.Errorf("%s %s %v: workspace %d (flat path needs %d), packs %d", c.op, c.dt, c.shape, p.ws, need, p.flat.packs)
 			}
@@ -236,11 +236,18 @@ func TestReduceFlatPlan(t *testing.T) {
 	// Counts and the wide flag (16-byte aligned), slots, then the mask
 	// (max and min): 4 f32 elements a pack, a bit each, 4 words per 32
 	// packs.
-	if got, want := flatFixSize(ReduceMax, dtype.F32, 4096, 1<<20), int64(16400+4096*4*8+4*4*(1<<15)); got != want {
+	if got, want := flatFixSize(ReduceMax, dtype.F32, 4096, 1<<20, 1024), int64(16400+4096*4*8+4*4*(1<<15)); got != want {
 		t.Errorf("flatFixSize(max, f32, 4096 slices, 2^20 packs) = %d, want %d", got, want)
 	}
-	if got, want := flatFixSize(ReduceProd, dtype.BF16, 5, 33), int64(32); got != want {
-		t.Errorf("flatFixSize(prod, bf16, 5 slices, 33 packs) = %d, want %d", got, want)
+	if got, want := flatFixSize(ReduceProd, dtype.BF16, 5, 33, 53), int64(32+32+48+5*8); got != want {
+		t.Errorf("flatFixSize(prod, bf16, 5 slices, 33 packs of 53) = %d, want %d", got, want)
+	}
+	// The regrid's partials: ceil(k/redRegridUnit) per slice.
+	if got, want := flatFixSize(ReduceProd, dtype.F64, 4, 1<<22, 1<<22), int64(32+16+32+4*1024*16); got != want {
+		t.Errorf("flatFixSize(prod, f64, 4 slices of 2^22) = %d, want %d", got, want)
+	}
+	if got, want := flatFixSize(ReduceProd, dtype.F32, 65, 1<<20, 1<<14), int64(272); got != want {
+		t.Errorf("flatFixSize(prod, f32, 65 slices) = %d, want %d (no regrid past redFlatLocal)", got, want)
 	}
 }
 
