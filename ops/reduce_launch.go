@@ -237,9 +237,9 @@ func (p *ReduceBackward) Run(s *driver.Stream, a *ReduceArgs) error {
 	// of its counters) or the stats kernel then the apply kernel twice
 	// (the slices' totals, then dx; for max, min and prod the second
 	// launch rewrites only the tiles whose provisional dx can be wrong);
-	// for an op with statistics on dense operands, the strip
-	// kernel in place of those where the plan has it (var and std by
-	// default; see stripOp); nothing for an empty tensor.
+	// for an op with statistics on dense operands, the strip kernel in
+	// place of those where the plan has it (var and std, and max, min and
+	// prod, by default; see stripDefault); nothing for an empty tensor.
 	if s == nil {
 		return p.id.errorf(ErrNilStream, "Run needs a stream")
 	}
