@@ -157,13 +157,16 @@ func TestReduceTieEdgesGPU(t *testing.T) {
 	}
 }
 
-// TestReduceTiesPathsGPU: the tie-heavy cases on the paths that the
-// default leaves: max, min and prod on the flat path where the strip
-// kernel would serve (BARACUDA_REDUCE_STRIP_TIES=never), and off the
-// cluster kernel (BARACUDA_REDUCE_CLUSTER=never: the stats kernel and
-// the apply pass's mend), f32 and bf16.
+// TestReduceTiesPathsGPU: the tie-heavy cases of 4096x4096 along axis 0
+// on the paths that the default leaves: max, min and prod on the flat
+// path where the strip kernel would serve (BARACUDA_REDUCE_STRIP_TIES=
+// never), off the cluster kernel (BARACUDA_REDUCE_CLUSTER=never: the stats
+// kernel and the apply pass's mend), and on the strip kernel whatever the
+// grid (BARACUDA_REDUCE_STRIP=always, so that the quick set's 256x256
+// reaches it too), f32 and bf16.
 func TestReduceTiesPathsGPU(t *testing.T) {
-	for _, knob := range [][2]string{{"BARACUDA_REDUCE_STRIP_TIES", "never"}, {"BARACUDA_REDUCE_CLUSTER", "never"}} {
+	for _, knob := range [][2]string{{"BARACUDA_REDUCE_STRIP_TIES", "never"}, {"BARACUDA_REDUCE_CLUSTER", "never"},
+		{"BARACUDA_REDUCE_STRIP", "always"}} {
 		t.Run(knob[0]+"="+knob[1], func(t *testing.T) {
 			t.Setenv(knob[0], knob[1])
 			env := testEnv(t)
