@@ -35,8 +35,9 @@
 //     kernel twice): the stats kernel writes each tile's partial statistics
 //     to the workspace (row: ws[s*nchunks + c]; col: ws[c*S + s]); the
 //     apply kernel's first launch (red_total) combines each slice's partials
-//     once into ws[S*nchunks + s] (and finishes the provisional ops), its
-//     second applies. That one walks the tiles in reverse (L.reverse) so its
+//     once into ws[S*nchunks + s], its second applies (for the
+//     provisional ops: rewrites the tiles whose provisional dx can be
+//     wrong). That one walks the tiles in reverse (L.reverse) so its
 //     first reads hit what the stats kernel left in L2. For var/std along
 //     an outer axis the launcher may instead take the one kernel (RED_ONE,
 //     red_one_totals): a single launch whose tiles keep x in shared memory
@@ -46,10 +47,11 @@
 // statistics, dx is also written assuming the common case (one maximum; no
 // zero), which gives bit-identical results when it holds; the pass that
 // knows the statistics rewrites only the slices where it does not hold
-// (fix()); on split slices red_total rewrites only the chunks whose
-// provisional dx can be wrong (fix_chunk(): for max/min, those holding an
-// element equal to y). So those ops read x once in the common case on
-// every path. On dense operands whose slices would be split the launcher
+// (fix()); on split slices the apply kernel's second launch rewrites, over
+// the whole grid, only the tiles whose provisional dx can be wrong
+// (fix_chunk(): for max/min, those holding an element equal to y). So
+// those ops read x once in the common case on every path, and a tie or a
+// zero costs no serial work per slice. On dense operands whose slices would be split the launcher
 // takes the flat kernel for them instead (reduce_flat, red_flat_fix).
 #pragma once
 // The family's pieces, each including the one before it, in the order

@@ -300,6 +300,16 @@ __device__ __forceinline__ void red_col_tile(const T* __restrict__ x, const T* _
 		if (active) {
 #pragma unroll
 			for (int v = 0; v < V; ++v) acc[v] = ws[L.slices * L.nchunks + s0 + v];  // red_total's
+			if (prov) {
+				// The apply pass of a provisional op mends: only a tile
+				// whose provisional dx can be wrong is rewritten (its
+				// partials are ws[c*S + s]).
+				need = false;
+#pragma unroll
+				for (int v = 0; v < V; ++v) {
+					need = need || (Op::fix(acc[v]) && Op::fix_chunk(acc[v], ws[c * L.slices + s0 + v]));
+				}
+			}
 		}
 	} else if (Op::stats) {
 		red_col_fold<Op, V, Pass == RED_CLUSTER ? RED_CLUSTER_HMAX : 8>(acc, L, sl, sm);

@@ -13,7 +13,9 @@
 //     elements (the first ones to arrive; any order);
 //   - at a 16-byte boundary, for the ops with Op::mend_mask (max/min), the
 //     mend mask: one bit per element of x, the flagged ones, N 32-bit words
-//     per 32 packs (red_flat_bits_store).
+//     per 32 packs (red_flat_bits_store); for the ops with Op::flat_regrid
+//     (prod) and few slices, red_flat_regrid's counters and partials
+//     (red_flat_regrid_ws).
 // RED_FLAT_LOCAL (gen/zconsts.cuh): up to this many slices the flat
 // kernel's blocks count in shared memory (red_flat_provisional).
 
@@ -29,11 +31,42 @@ __device__ __forceinline__ unsigned* red_flat_bits(void* ws, i64 S) {
 	return reinterpret_cast<unsigned*>(static_cast<unsigned char*>(ws) + off);
 }
 
+// After the slots, for the ops with Op::flat_regrid (prod) and at most
+// RED_FLAT_LOCAL slices, red_flat_regrid's place, each part at a 16-byte
+// boundary: done[S] (units finished per slice; the flat kernel zeroes
+// them), zat[S] (the position of the slice's one zero), then the units'
+// partial statistics, ceil(k / RED_REGRID_UNIT) per slice.
+struct RedRegrid {
+	unsigned* done;
+	i64* zat;
+	void* part;
+};
+
+template <typename Op> __device__ __forceinline__ RedRegrid red_flat_regrid_ws(void* ws, i64 S) {
+	unsigned char* b = static_cast<unsigned char*>(ws) + ((red_flat_counts_size(S) + 8 * Op::flat_slots * S + 15) & ~(i64)15);
+	RedRegrid r;
+	r.done = reinterpret_cast<unsigned*>(b);
+	b += (4 * S + 15) & ~(i64)15;
+	r.zat = reinterpret_cast<i64*>(b);
+	r.part = b + ((8 * S + 15) & ~(i64)15);
+	return r;
+}
+
 // red_flag tells whether x is such an element.
 template <typename Op, typename M> __device__ __forceinline__ bool red_flag(M x, M y) {
 	RedAcc<M> t = Op::template init<M>();
 	Op::accum(t, x, y);
 	return t.z != 0;
+}
+
+// red_flat_crosses tells whether the add of n to a count that was b takes
+// it past Op::flat_slots. The adds to one count return disjoint ranges
+// [b, b+n), so exactly one add crosses for a slice that ends above the
+// slots: the wide flag gets one store per such slice, however many ties
+// it has, not one per add after the crossing (which queue every SM's
+// stores on one address).
+template <typename Op> __device__ __forceinline__ bool red_flat_crosses(unsigned b, unsigned n) {
+	return b <= (unsigned)Op::flat_slots && b + n > (unsigned)Op::flat_slots;
 }
 
 // red_flat_count (all 32 lanes of a warp, converged) adds to cnt[s] (the
@@ -45,8 +78,9 @@ template <typename Op, typename M> __device__ __forceinline__ bool red_flag(M x,
 // whose every element ties costs an atomic per warp, not per element. The
 // counts are exact and order-free. Each lane then records its indices in
 // the slots from the place its prefix over its group gives it, while that
-// is under Op::flat_slots; a count that passes Op::flat_slots sets the
-// wide flag (where wide is not null). A group's lanes are either contiguous (Single false: a lane's
+// is under Op::flat_slots; the add that takes a count past
+// Op::flat_slots sets the wide flag (where wide is not null;
+// red_flat_crosses). A group's lanes are either contiguous (Single false: a lane's
 // pack lies in one slice, and slices follow the lanes in order), so that
 // a prefix over the warp gives every group's sums, or each lane flags at
 // most one element (Single true: the group's lanes, in any order, are the
@@ -77,7 +111,7 @@ __device__ __forceinline__ void red_flat_count(unsigned* cnt, i64* slots, unsign
 	unsigned b = 0;
 	if (m != 0 && lane == lead) {
 		b = atomicAdd(cnt + s, (unsigned)total);
-		if (wide != nullptr && b + total > (unsigned)Op::flat_slots) *static_cast<volatile unsigned*>(wide) = 1;
+		if (wide != nullptr && red_flat_crosses<Op>(b, (unsigned)total)) *static_cast<volatile unsigned*>(wide) = 1;
 	}
 	b = __shfl_sync(full, b, lead);
 	if (Op::flat_slots == 0 || b >= (unsigned)Op::flat_slots) return;
@@ -124,6 +158,87 @@ __device__ __noinline__ void red_flat_redo(const T* __restrict__ x, T* __restric
 	red_fix_rows<T, Op>(x + xo, dx + dof, Op::template slice<M>(g, yv, acc, scale, k), k, xs, ds);
 }
 
+// red_block_total (also the seg kernel's) combines v over the block's threads in a fixed order (a
+// warp butterfly, then the warps in index order) and returns the total to
+// every thread (sm: RED_BLOCK/32 entries). Every thread must call it.
+template <typename Op, typename M> __device__ __forceinline__ RedAcc<M> red_block_total(RedAcc<M> v, RedAcc<M>* sm) {
+	red_warp_total<Op>(v);
+	if ((threadIdx.x & 31) == 0) sm[threadIdx.x >> 5] = v;
+	__syncthreads();
+	RedAcc<M> t = sm[0];
+#pragma unroll
+	for (int w = 1; w < RED_BLOCK / 32; ++w) Op::combine(t, sm[w]);
+	__syncthreads();
+	return t;
+}
+
+// red_flat_regrid (the fix kernel, at most RED_FLAT_LOCAL slices, ops with
+// Op::flat_regrid: prod) redoes each slice whose provisional dx is wrong
+// and which no x-free rewrite covers (prod with one zero: the zero's dx
+// needs the product of the others) with the whole grid: the slice is cut
+// into units of RED_REGRID_UNIT positions, a block a unit at a time. A
+// block reads its unit's x, rewrites the dx of every element but the zero
+// (elem with the zero count alone: g*0), records the zero's position, and
+// stores the unit's partial statistics (thread-strided, then
+// red_block_total: a fixed order); the block that finishes a slice's last
+// unit (an integer atomic on done[s]) combines the slice's partials in unit
+// order and writes the zero's dx. So the result does not depend on the
+// grid, and the long slice costs one more pass over its elements spread
+// over the GPU, not a warp's walk.
+template <typename T, typename Op>
+__device__ __forceinline__ void red_flat_regrid(const T* __restrict__ x, const T* __restrict__ y,
+		const T* __restrict__ dy, T* __restrict__ dx, void* __restrict__ ws, const ReduceLayout& L) {
+	typedef typename OpMath<T>::type M;
+	__shared__ RedAcc<M> sm[RED_BLOCK / 32];
+	__shared__ int last;
+	const unsigned* cnt = static_cast<const unsigned*>(ws);
+	const RedRegrid rg = red_flat_regrid_ws<Op>(ws, L.slices);
+	RedAcc<M>* part = static_cast<RedAcc<M>*>(rg.part);
+	const i64 nu = (L.k + RED_REGRID_UNIT - 1) / RED_REGRID_UNIT;
+	const i64 xs = L.kstride[0], ds = L.kstride[1];
+	for (i64 s = 0; s < L.slices; ++s) {  // block-uniform
+		RedAcc<M> st = Op::template assumed<M>();
+		st.z = cnt[s];
+		if (!Op::fix(st) || Op::wide(st)) continue;
+		const RedOff o = red_offsets(s, L);
+		const M g = to_op(dy[o.dy]), yv = to_op(y[o.y]);
+		// Every element but the zero takes the context of the count alone.
+		const RedCtx<M> cq = Op::template slice<M>(g, yv, st, L.scale, L.k);
+		for (i64 u = blockIdx.x; u < nu; u += gridDim.x) {
+			RedAcc<M> acc = Op::template init<M>();
+			const i64 j1 = min(L.k, (u + 1) * RED_REGRID_UNIT);
+			for (i64 j = u * RED_REGRID_UNIT + threadIdx.x; j < j1; j += RED_BLOCK) {
+				const M xv = to_op(x[o.x + j * xs]);
+				Op::accum(acc, xv, yv);
+				if (red_flag<Op>(xv, yv)) {
+					rg.zat[s] = j;
+				} else {
+					dx[o.dx + j * ds] = from_op<T>(Op::elem(cq, xv));
+				}
+			}
+			__threadfence();  // zat before the block's arrival
+			acc = red_block_total<Op>(acc, sm);
+			if (threadIdx.x == 0) {
+				part[s * nu + u] = acc;
+				__threadfence();
+				last = atomicAdd(rg.done + s, 1u) == (unsigned)(nu - 1);
+			}
+			__syncthreads();
+			if (last) {  // block-uniform: every unit of the slice is done
+				__threadfence();
+				RedAcc<M> t = Op::template init<M>();
+				for (i64 v = threadIdx.x; v < nu; v += RED_BLOCK) Op::combine(t, red_ldcg(part + s * nu + v));
+				t = red_block_total<Op>(t, sm);
+				if (threadIdx.x == 0) {
+					const RedCtx<M> c = Op::template slice<M>(g, yv, t, L.scale, L.k);
+					dx[o.dx + __ldcg(rg.zat + s) * ds] = from_op<T>(Op::elem(c, M(0)));
+				}
+			}
+			__syncthreads();
+		}
+	}
+}
+
 // red_flat_fix (the fix kernel, after the flat kernel)
 // first walks the slices, a thread per slice (one coalesced load of a
 // warp's 32 counts). Where Op::fix says the provisional dx is wrong:
@@ -133,14 +248,18 @@ __device__ __noinline__ void red_flat_redo(const T* __restrict__ x, T* __restric
 //     mended by its thread at those indices alone;
 //   - a wide slice (Op::wide: more ties than slots; prod with two or more
 //     zeros) is left to the second walk;
-//   - the warp redoes together, one after another, the rest
-//     (red_flat_redo).
-// Then, where the wide flag is set, the whole grid walks x's packs as the
-// flat kernel did and rewrites, in the packs of wide slices, the elements
-// the mend mask flags (every element without Op::mend_mask), from the
-// count alone: elem(cx, y) where flagged, elem(cx, NaN) elsewhere
-// (max/min: (g/count)*0; prod: g*0), without reading x. So ties cost one
-// pass over the mask, not over x, and the grid covers long slices.
+//   - the rest (max/min with no element equal to y; prod with one zero)
+//     the warp redoes together, one after another (red_flat_redo), where
+//     the slices are many (short); with few (long) slices the grid does:
+//     prod's by red_flat_regrid, max/min's in the walk below.
+// Then, where the wide flag is set (or, with few slices, a max/min slice
+// has no element equal to y), the whole grid walks x's packs as the flat
+// kernel did and rewrites, in the packs of wide slices, the elements the
+// mend mask flags (every element without Op::mend_mask, and every element
+// of such a max/min slice), from the count alone: elem(cx, y) where
+// flagged, elem(cx, NaN) elsewhere (max/min: (g/count)*0; prod: g*0),
+// without reading x. So ties cost one pass over the mask, not over x, and
+// the grid covers long slices.
 template <typename T, typename Op>
 __device__ __forceinline__ void red_flat_fix(const T* __restrict__ x, const T* __restrict__ y,
 		const T* __restrict__ dy, T* __restrict__ dx, void* __restrict__ ws, const ReduceLayout& L) {
@@ -150,6 +269,11 @@ __device__ __forceinline__ void red_flat_fix(const T* __restrict__ x, const T* _
 	const int lane = threadIdx.x & 31;
 	const unsigned* cnt = static_cast<const unsigned*>(ws);
 	const i64 nth = grid_threads();
+	// few: the slices that the first walk would redo with a warp are
+	// rewritten by the whole grid instead (red_flat_regrid, or the walk
+	// over the packs for a slice with no element equal to y).
+	static_assert(RED_FLAT_LOCAL <= 64, "a warp looks at every count of a few slices with two loads a lane");
+	const bool few = L.slices <= RED_FLAT_LOCAL;
 	for (i64 s0 = global_tid() - lane; s0 < L.slices; s0 += nth) {  // s0: the warp's first slice (warp-uniform)
 		const i64 s = s0 + lane;
 		RedAcc<M> acc = Op::template assumed<M>();
@@ -173,14 +297,24 @@ __device__ __forceinline__ void red_flat_fix(const T* __restrict__ x, const T* _
 				if ((unsigned)i < acc.z) dx[at[i]] = v;
 			}
 		}
-		for (unsigned m = __ballot_sync(0xffffffffu, need && !slots); m != 0; m &= m - 1) {
+		for (unsigned m = __ballot_sync(0xffffffffu, need && !slots && !few); m != 0; m &= m - 1) {
 			const i64 sr = s0 + __ffs(m) - 1;
 			const RedOff o = red_offsets(sr, L);
 			red_flat_redo<T, Op>(x, dx, to_op(dy[o.dy]), to_op(y[o.y]), L.scale, L.k, o.x, L.kstride[0], o.dx,
 					L.kstride[1]);
 		}
 	}
-	if (cnt[L.slices] == 0) return;
+	if (Op::flat_regrid && few) red_flat_regrid<T, Op>(x, y, dy, dx, ws, L);
+	// empty: with few slices, the walk below also rewrites every element of
+	// a max/min slice with no element equal to y (y NaN, or not in the
+	// slice), elem(cx, NaN) = (g/0)*0 without reading x, as the warp's redo
+	// would from x (no x equals y). Each warp looks at the counts itself.
+	bool any_empty = false;
+	if (Op::mend_mask && few) {
+		const bool e0 = lane < L.slices && cnt[lane] == 0, e1 = lane + 32 < L.slices && cnt[lane + 32] == 0;
+		any_empty = __ballot_sync(0xffffffffu, e0 || e1) != 0;
+	}
+	if (cnt[L.slices] == 0 && !any_empty) return;
 	const unsigned* bits = red_flat_bits<Op>(ws, L.slices);
 	const M nan = M(NAN);
 	for (i64 q0 = global_tid() - lane; q0 < L.fpacks; q0 += nth) {
@@ -189,10 +323,11 @@ __device__ __forceinline__ void red_flat_fix(const T* __restrict__ x, const T* _
 		if (q >= L.fpacks) continue;
 		const i64 o = bc_div(q, L.fmagic[0], L.fshift[0]);
 		if (L.fip == 0) {
-			if (Op::mend_mask && mb == 0) continue;
 			RedAcc<M> acc = Op::template assumed<M>();
 			acc.z = cnt[o];
-			if (!Op::wide(acc)) continue;
+			const bool empty = Op::mend_mask && few && acc.z == 0;
+			if (Op::mend_mask && mb == 0 && !empty) continue;
+			if (!Op::wide(acc) && !empty) continue;
 			const M yv = to_op(y[o]);
 			const RedCtx<M> cx = Op::template slice<M>(to_op(dy[o]), yv, acc, L.scale, L.k);
 			Pack<T> out;
@@ -209,10 +344,11 @@ __device__ __forceinline__ void red_flat_fix(const T* __restrict__ x, const T* _
 				const i64 s = kq + (e & em);
 				RedAcc<M> acc = Op::template assumed<M>();
 				acc.z = cnt[s];
-				if (!Op::wide(acc)) continue;
+				const bool empty = Op::mend_mask && few && acc.z == 0;
+				if (!Op::wide(acc) && !empty) continue;
 				const M yv = to_op(y[s]);
 				const bool flagged = (mb >> e) & 1;
-				if (Op::mend_mask && !flagged) continue;
+				if (Op::mend_mask && !flagged && !empty) continue;
 				const RedCtx<M> cx = Op::template slice<M>(to_op(dy[s]), yv, acc, L.scale, L.k);
 				dx[q * N + e] = from_op<T>(Op::elem(cx, flagged ? yv : nan));
 			}
@@ -291,6 +427,9 @@ __device__ __forceinline__ void red_flat_provisional(const T* __restrict__ x, co
 		for (int i = threadIdx.x; i < RED_FLAT_LOCAL; i += blockDim.x) bcnt[i] = 0;
 		__syncthreads();
 	}
+	if (Op::flat_regrid && local && global_tid() < L.slices) {
+		red_flat_regrid_ws<Op>(ws, L.slices).done[global_tid()] = 0;  // for the fix kernel's red_flat_regrid
+	}
 	const i64 nth = grid_threads();
 	for (i64 q0 = global_tid() - lane; q0 < L.fpacks; q0 += nth) {  // q0: the warp's first pack (warp-uniform)
 		const i64 q = q0 + lane;
@@ -345,7 +484,7 @@ __device__ __forceinline__ void red_flat_provisional(const T* __restrict__ x, co
 			const unsigned c = bcnt[t];
 			if (c == 0) continue;
 			const unsigned b = atomicAdd(gcnt + t, c);
-			if (b + c > (unsigned)Op::flat_slots) *static_cast<volatile unsigned*>(gcnt + L.slices) = 1;
+			if (red_flat_crosses<Op>(b, c)) *static_cast<volatile unsigned*>(gcnt + L.slices) = 1;
 			const int room = Op::flat_slots - (int)min(b, (unsigned)Op::flat_slots);  // slots left from b
 			for (int i = 0; i < room && (unsigned)i < c; ++i) gslot[t * SL + b + i] = bslot[t * SL + i];
 		}

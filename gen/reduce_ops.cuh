@@ -8,7 +8,7 @@
 #include "zconsts.cuh"
 
 #define RED_SRANK (BC_MAX_RANK - 1)
-// RED_FIX_BATCH: rows per lane whose loads red_total's rewrite issues together.
+// RED_FIX_BATCH: rows per lane whose loads red_fix_rows issues together.
 #define RED_FIX_BATCH 4
 // RedCache is the 16-byte packs of x a row-mapping thread keeps in
 // registers between the statistics and the apply step: 4 packs (16 values
@@ -60,7 +60,7 @@ template <typename M> __device__ __forceinline__ RedCtx<M> red_ctx(M p, M q, int
 
 // RedNoStats is the base of the ops that need no per-slice statistics.
 struct RedNoStats {
-	static constexpr bool stats = false, provisional = false, batch = false, mend_mask = false;
+	static constexpr bool stats = false, provisional = false, batch = false, mend_mask = false, flat_regrid = false;
 	static constexpr int flat_slots = 0;
 	template <typename M> __device__ static RedAcc<M> init() { return red_acc(M(0), 0); }
 	template <typename M> __device__ static RedAcc<M> assumed() { return red_acc(M(0), 0); }
@@ -98,6 +98,9 @@ struct RedMean : RedNoStats {
 struct RedMaxMin {
 	static constexpr bool needs_x = true, needs_y = true, stats = true, provisional = true, batch = false;
 	static constexpr bool mend_mask = true;  // see wide
+	// flat_regrid: the flat path's few slices need no redo from x (a slice
+	// with no element equal to y is rewritten whole without x).
+	static constexpr bool flat_regrid = false;
 	// flat_slots: positions of elements equal to y the flat kernel records
 	// per slice (red_flat_count), so that a slice with that few ties is
 	// mended without reading x again.
@@ -138,6 +141,10 @@ struct RedProd {
 	// red_col_tile); for the other ops that form is slower.
 	static constexpr bool needs_x = true, needs_y = true, stats = true, provisional = true, batch = true;
 	static constexpr bool mend_mask = false;  // see wide
+	// flat_regrid: on the flat path a few long slices with one zero are
+	// redone by the whole grid (red_flat_regrid), which forms the product
+	// of the others.
+	static constexpr bool flat_regrid = true;
 	static constexpr int flat_slots = 0;
 	template <typename M> __device__ static RedAcc<M> init() { return red_acc(M(1), 0); }
 	template <typename M> __device__ static RedAcc<M> assumed() { return red_acc(M(1), 0); }
@@ -198,7 +205,7 @@ struct RedLogSumExp : RedNoStats {
 // x == mean or g == 0), N < c a negative factor.
 struct RedVar {
 	static constexpr bool needs_x = true, needs_y = false, stats = true, provisional = false, batch = false;
-	static constexpr bool mend_mask = false;
+	static constexpr bool mend_mask = false, flat_regrid = false;
 	static constexpr int flat_slots = 0;
 	template <typename M> __device__ static RedAcc<M> init() { return red_acc(M(0), 0); }
 	template <typename M> __device__ static RedAcc<M> assumed() { return red_acc(M(0), 0); }

@@ -1,7 +1,7 @@
 #pragma once
-// Walking the tiles (red_col_pass, red_row_pass) and the apply kernel's
-// first launch for split slices: the totals and the provisional ops' rewrite
-// (red_total).
+// Walking the tiles (red_col_pass, red_row_pass), the warp's rewrite of a
+// slice for the flat path's mend (red_fix_rows) and the apply kernel's
+// first launch for split slices: the totals (red_total).
 #include "reduce_col.cuh"
 
 // red_col_tile_cvec runs col tile t with the slices per thread the
@@ -79,38 +79,15 @@ __device__ __forceinline__ void red_fix_rows(const T* __restrict__ xp, T* __rest
 	}
 }
 
-// red_total_fix rewrites the chunks of slice s whose provisional dx is
-// wrong (one warp; acc is the slice's total, cx its context; xo, xs and
-// dof, ds the slice's offset and stride along the axis in x and dx). It
-// is a call, not inlined, so that the common path of red_total (no
-// rewrite) stays compact: inlined, the rewrite with its batched loads slows
-// the untied slices too. It takes scalars, not the layout, whose address
-// would send the kernel parameter through local memory.
-template <typename T, typename Op>
-__device__ __noinline__ void red_total_fix(const T* __restrict__ x, T* __restrict__ dx,
-		const RedAcc<typename OpMath<T>::type>* __restrict__ ws, RedAcc<typename OpMath<T>::type> acc,
-		RedCtx<typename OpMath<T>::type> cx, i64 s, i64 S, i64 nc, bool col, i64 k, i64 chunk,
-		i64 xo, i64 xs, i64 dof, i64 ds) {
-	const int lane = threadIdx.x & 31;
-	// The lanes test 32 chunks at a time; the warp rewrites the marked ones.
-	for (i64 c0 = 0; c0 < nc; c0 += 32) {
-		const i64 c = c0 + lane;
-		unsigned m = __ballot_sync(0xffffffffu, c < nc && Op::fix_chunk(acc, ws[col ? c * S + s : s * nc + c]));
-		for (; m != 0; m &= m - 1) {
-			const i64 j0 = (c0 + __ffs(m) - 1) * chunk;
-			red_fix_rows<T, Op>(x + xo + j0 * xs, dx + dof + j0 * ds, cx, min(k, j0 + chunk) - j0, xs, ds);
-		}
-	}
-}
-
 // red_total is the apply kernel's first launch (L.phase RED_PHASE_TOTAL):
 // a warp per slice combines the slice's nchunks partials from the stats
 // kernel (lanes stride the chunks, then a fixed xor butterfly; lane 0's
 // result is kept, so the order is fixed by nchunks alone) and stores the
-// total after them, at ws[slices*nchunks + s]. A provisional op is then
-// done: the stats kernel wrote dx for the common case, and the warp
-// rewrites the chunks of the rare slice where that is wrong (fix(),
-// fix_chunk()); the launcher skips the apply launch for it.
+// total after them, at ws[slices*nchunks + s]. For a provisional op the
+// stats kernel wrote dx for the common case; the apply kernel's second
+// launch then mends it across the whole grid, each tile rewriting its
+// chunk only where the total and its own partial say that dx can be wrong
+// (fix(), fix_chunk()), so ties and zeros cost no serial work per slice.
 template <typename T, typename Op>
 __device__ __forceinline__ void red_total(const T* __restrict__ x, const T* __restrict__ y,
 		const T* __restrict__ dy, T* __restrict__ dx, RedAcc<typename OpMath<T>::type>* __restrict__ ws,
@@ -126,10 +103,5 @@ __device__ __forceinline__ void red_total(const T* __restrict__ x, const T* __re
 		for (i64 c = lane; c < nc; c += 32) Op::combine(acc, ws[col ? c * S + s : s * nc + c]);
 		red_warp_total<Op>(acc);
 		if (lane == 0) ws[S * nc + s] = acc;
-		if (!Op::provisional || !Op::fix(acc)) continue;
-		const RedOff o = red_offsets(s, L);
-		const M yv = Op::needs_y ? to_op(y[o.y]) : M(0);
-		const RedCtx<M> cx = Op::template slice<M>(to_op(dy[o.dy]), yv, acc, L.scale, L.k);
-		red_total_fix<T, Op>(x, dx, ws, acc, cx, s, S, nc, col, L.k, L.chunk, o.x, L.kstride[0], o.dx, L.kstride[1]);
 	}
 }

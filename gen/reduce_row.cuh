@@ -94,7 +94,8 @@ __device__ __forceinline__ void red_row_scalars(const T* xs, T* ds, i64 kx, i64 
 
 // One row-mapping tile for one thread (lane of G). Pass RED_FUSED: the
 // whole slice (nchunks == 1); RED_STATS: write the tile's partial
-// statistics (and provisional dx); RED_APPLY: combine the partials, apply.
+// statistics (and provisional dx); RED_APPLY: apply with red_total's totals
+// (for the provisional ops: rewrite the tiles whose dx can be wrong).
 template <typename T, typename Op, int Pass>
 __device__ __forceinline__ void red_row_tile(const T* __restrict__ x, const T* __restrict__ y,
 		const T* __restrict__ dy, T* __restrict__ dx, RedAcc<typename OpMath<T>::type>* __restrict__ ws,
@@ -194,6 +195,9 @@ __device__ __forceinline__ void red_row_tile(const T* __restrict__ x, const T* _
 	}
 	if (!active) return;
 	if (!cached && Op::stats && prov && !Op::fix(total)) return;
+	// The apply pass of a provisional op mends: only a tile whose
+	// provisional dx can be wrong is rewritten (its partial is ws[t]).
+	if (Pass == RED_APPLY && Op::stats && prov && !Op::fix_chunk(total, ws[t])) return;
 	const RedCtx<M> c = Op::template slice<M>(g, yv, total, L.scale, L.k);
 	if (cached) {
 #pragma unroll

@@ -99,20 +99,6 @@ __device__ __forceinline__ void red_seg_each(const ReduceLayout& L, i64 ko, i64 
 	}
 }
 
-// red_block_total combines v over the block's threads in a fixed order (a
-// warp butterfly, then the warps in index order) and returns the total to
-// every thread (sm: RED_BLOCK/32 entries). Every thread must call it.
-template <typename Op, typename M> __device__ __forceinline__ RedAcc<M> red_block_total(RedAcc<M> v, RedAcc<M>* sm) {
-	red_warp_total<Op>(v);
-	if ((threadIdx.x & 31) == 0) sm[threadIdx.x >> 5] = v;
-	__syncthreads();
-	RedAcc<M> t = sm[0];
-#pragma unroll
-	for (int w = 1; w < RED_BLOCK / 32; ++w) Op::combine(t, sm[w]);
-	__syncthreads();
-	return t;
-}
-
 // red_seg_slice_total is slice c's total from its nchunks partials: warp 0
 // combines them (lanes stride the chunks, then the butterfly: an order
 // fixed by nchunks) and shares it through sm[0].

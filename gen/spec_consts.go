@@ -50,6 +50,8 @@ var consts = []Const{
 		Comment: "blocks per cluster of the clustered seg kernel (reduce_segc): chunks per slice"},
 	{Name: "RED_FLAT_LOCAL", GoName: "redFlatLocal", Value: 64,
 		Comment: "up to this many slices the flat kernel's blocks count in shared memory"},
+	{Name: "RED_REGRID_UNIT", GoName: "redRegridUnit", Value: 4096,
+		Comment: "positions per block-sized unit of the fix kernel's grid-wide redo of a few long slices (red_flat_regrid)"},
 	{Name: "SCAN_THREADS", GoName: "scanBlock", Value: 256,
 		Comment: "threads per block of the scan kernels (all but colstrip)"},
 	{Name: "SCAN_WARPS", GoName: "scanWarps", Value: 8,

@@ -44,6 +44,9 @@
 // RED_FLAT_LOCAL: up to this many slices the flat kernel's blocks count in shared memory.
 #define RED_FLAT_LOCAL 64
 
+// RED_REGRID_UNIT: positions per block-sized unit of the fix kernel's grid-wide redo of a few long slices (red_flat_regrid).
+#define RED_REGRID_UNIT 4096
+
 // SCAN_THREADS: threads per block of the scan kernels (all but colstrip).
 #define SCAN_THREADS 256
 

@@ -344,7 +344,7 @@ func NewReduceBackward(desc ReduceDesc) (*ReduceBackward, error) {
 			}
 			p.ws = entries * acc
 			if p.flatFx {
-				p.ws = max(p.ws, flatFixSize(desc.Op, desc.DType, p.slices, p.flat.packs))
+				p.ws = max(p.ws, flatFixSize(desc.Op, desc.DType, p.slices, p.flat.packs, k))
 			}
 			if !desc.Op.provisional() {
 				p.planFlatStats()
@@ -409,9 +409,9 @@ func (p *ReduceBackward) Kernel() KernelInfo {
 	// "stats" and "apply"). Strided operands may take the other mapping.
 	// On compute capability 9.0 and up Run may take "cluster" in place of
 	// "stats" and "apply" (see clusterOp). Where the plan may take a strip
-	// kernel (var and std, or the ops under reduceStripEnv) and the col
-	// slices split ("always": wherever the shape allows it) the name is
-	// "stripc", the form Run takes on compute capability 9.0 and up, or
+	// kernel (var, std, max, min and prod, or the ops under
+	// reduceStripEnv) and the col slices split ("always": wherever the
+	// shape allows it) the name is "stripc", the form Run takes on compute capability 9.0 and up, or
 	// "strip" where the plan has only the one-block form; Run takes them
 	// where the device has the build and gives a block the strip's shared
 	// memory (and, but for "always", the blocks are at least as many as

@@ -58,8 +58,11 @@ const (
 // writes a mask of the elements a wide mend rewrites; then the fix kernel
 // (redPhaseFlat) mends the slices where it is wrong: at the
 // recorded elements alone, across the whole grid from the mask (many ties;
-// prod with two or more zeros), or by reading the slice again
-// (gen/reduce_flat.cuh, red_flat_fix). Against the stats kernel and red_total
+// prod with two or more zeros; with few slices, max and min with no
+// element equal to y), or by reading the slice again: a warp a slice
+// where the slices are many, the whole grid a slice where they are at most
+// redFlatLocal (prod with one zero, red_flat_regrid) (gen/reduce_flat.cuh,
+// red_flat_fix). Against the stats kernel and red_total
 // (or the cluster kernel), which read x as strided tiles and combine
 // partials, the flat kernel streams x at the binary kernels' speed on an
 // H100. Slices that are not split keep the row and col kernels, which read
@@ -85,14 +88,21 @@ func flatCountsSize(slices int64) int64 {
 	return (4*(slices+1) + 15) &^ 15
 }
 
-// flatFixSize is the workspace of the flat path: the counts, then
-// flatSlots 8-byte indices per slice, then for Max and Min, at a 16-byte
-// boundary, the mend mask: one bit per element of x in 32-bit words, n
-// words per 32 packs of n elements (red_flat_bits).
-func flatFixSize(op ReduceOp, dt dtype.DType, slices, packs int64) int64 {
+// flatFixSize is the workspace of the flat path for slices of k
+// elements: the counts, then flatSlots 8-byte indices per slice, then at a
+// 16-byte boundary for Max and Min the mend mask: one bit per element of x
+// in 32-bit words, n words per 32 packs of n elements (red_flat_bits); for
+// Prod with at most redFlatLocal slices, the fix kernel's grid-wide redo
+// of a slice with one zero (red_flat_regrid_ws): a 4-byte counter and an
+// 8-byte position per slice, each part 16-byte aligned, then a partial
+// per redRegridUnit positions of every slice.
+func flatFixSize(op ReduceOp, dt dtype.DType, slices, packs, k int64) int64 {
 	size := (flatCountsSize(slices) + 8*flatSlots(op)*slices + 15) &^ 15
 	if op == ReduceMax || op == ReduceMin {
 		size += 4 * int64(16/dt.Size()) * ceilDiv(packs, 32)
+	}
+	if op == ReduceProd && slices <= redFlatLocal {
+		size += (4*slices+15)&^15 + (8*slices+15)&^15 + slices*ceilDiv(k, redRegridUnit)*redAccSize(dt)
 	}
 	return size
 }
@@ -144,8 +154,8 @@ const reduceOneEnv = "BARACUDA_REDUCE_ONE"
 // and std in f32 and bf16; the one-block form (32-byte rows) is faster
 // for bf16 only. Blocks of 32-byte rows sharing an SM (two or four to a
 // cluster), or four blocks of 64-byte rows to a cluster, are slower than
-// two blocks of 64-byte rows. Max, min and prod are faster on their flat
-// path. So by default Run takes it for var and std only (stripOp): the
+// two blocks of 64-byte rows. So by default Run takes it for var and std,
+// and for max, min and prod (stripDefault, below): the
 // clustered form wherever the device has it, the one-block form elsewhere
 // for the 16-bit dtypes only, where the col slices would be split and the
 // blocks are at least as many as the GPU's SMs.
@@ -159,9 +169,29 @@ const (
 // per cluster; TestReduceClusterSizesAgree checks it, and redCluster,
 // against the embedded PTX.
 
-// stripOp reports whether Run takes the strip kernel by default for op
-// (see above).
+// stripOp reports whether op is one that the strip kernel was first made
+// for (var and std; the seg path's clustered kernel too).
 func stripOp(op ReduceOp) bool { return op == ReduceVar || op == ReduceStd }
+
+// Max, min and prod take the strip kernel by default too (stripDefault),
+// before their flat path: the strip counts each slice's ties or zeros in
+// the pass that reads x and writes dx from shared memory once it knows
+// them, so ties and zeros cost nothing, where the flat path pays for them
+// (an integer atomic per tied element of many slices, and a second walk
+// of the grid to mend them: 4096x4096 along axis 0 with a tenth of every
+// slice at its maximum is the worst case). On normal data the strip may be
+// a little slower than the flat path there (var's strip takes 66 us where
+// max's flat path takes 58 us, f32 on an H100).
+// reduceStripTiesEnv "never" keeps them on the flat path by default (the
+// strip still under reduceStripEnv "auto" or "always"). It is a kernel
+// developer's knob; users leave it unset.
+const reduceStripTiesEnv = "BARACUDA_REDUCE_STRIP_TIES"
+
+// stripDefault reports whether Run takes the strip kernel by default for
+// op (see above).
+func stripDefault(op ReduceOp) bool {
+	return stripOp(op) || op.provisional() && os.Getenv(reduceStripTiesEnv) != "never"
+}
 
 // reduceStripEnv, read when a plan is made, overrides the choice above:
 // "never" keeps plans off the strip kernel, "auto" takes it for every op
@@ -400,7 +430,7 @@ func (p *ReduceBackward) planStrip() error {
 	case "auto":
 		one = true
 	default:
-		if !stripOp(p.desc.Op) {
+		if !stripDefault(p.desc.Op) {
 			return nil
 		}
 	}

@@ -224,7 +224,7 @@ func TestReduceFlatPlan(t *testing.T) {
 			t.Errorf("%s %s %v axis %d %s=%q: flat path %v, want %v", c.op, c.dt, c.shape, c.axis, reduceFlatEnv, c.env, p.flatFx, c.want)
 		}
 		if c.want {
-			need := flatFixSize(c.op, c.dt, p.slices, p.flat.packs)
+			need := flatFixSize(c.op, c.dt, p.slices, p.flat.packs, p.k)
 			if p.ws < need || p.flat.packs == 0 {
 				t.Errorf("%s %s %v: workspace %d (flat path needs %d), packs %d", c.op, c.dt, c.shape, p.ws, need, p.flat.packs)
 			}
@@ -236,11 +236,18 @@ func TestReduceFlatPlan(t *testing.T) {
 	// Counts and the wide flag (16-byte aligned), slots, then the mask
 	// (max and min): 4 f32 elements a pack, a bit each, 4 words per 32
 	// packs.
-	if got, want := flatFixSize(ReduceMax, dtype.F32, 4096, 1<<20), int64(16400+4096*4*8+4*4*(1<<15)); got != want {
+	if got, want := flatFixSize(ReduceMax, dtype.F32, 4096, 1<<20, 1024), int64(16400+4096*4*8+4*4*(1<<15)); got != want {
 		t.Errorf("flatFixSize(max, f32, 4096 slices, 2^20 packs) = %d, want %d", got, want)
 	}
-	if got, want := flatFixSize(ReduceProd, dtype.BF16, 5, 33), int64(32); got != want {
-		t.Errorf("flatFixSize(prod, bf16, 5 slices, 33 packs) = %d, want %d", got, want)
+	if got, want := flatFixSize(ReduceProd, dtype.BF16, 5, 33, 53), int64(32+32+48+5*8); got != want {
+		t.Errorf("flatFixSize(prod, bf16, 5 slices, 33 packs of 53) = %d, want %d", got, want)
+	}
+	// The regrid's partials: ceil(k/redRegridUnit) per slice.
+	if got, want := flatFixSize(ReduceProd, dtype.F64, 4, 1<<22, 1<<22), int64(32+16+32+4*1024*16); got != want {
+		t.Errorf("flatFixSize(prod, f64, 4 slices of 2^22) = %d, want %d", got, want)
+	}
+	if got, want := flatFixSize(ReduceProd, dtype.F32, 65, 1<<20, 1<<14), int64(272); got != want {
+		t.Errorf("flatFixSize(prod, f32, 65 slices) = %d, want %d (no regrid past redFlatLocal)", got, want)
 	}
 }
 
@@ -292,10 +299,11 @@ func TestReduceClusterPlan(t *testing.T) {
 // they fit, else 32; none where the inner extent is no multiple of the
 // strip's slices, the axis is innermost, or the strip outgrows
 // redStripSmem; with the rows cut between a cluster's blocks, half of
-// them per block), and which plans have which form (var and std by
-// default: the clustered form, and the one-block form for the 16-bit
-// dtypes; every op with statistics under reduceStripEnv "auto" or
-// "always"; none under "never").
+// them per block), and which plans have which form (var, std, max, min
+// and prod by default: the clustered form, and the one-block form for the
+// 16-bit dtypes; every op with statistics under reduceStripEnv "auto" or
+// "always"; none under "never"; max, min and prod not by default under
+// reduceStripTiesEnv "never").
 func TestReduceStripPlan(t *testing.T) {
 	for _, c := range []struct {
 		dt          dtype.DType
@@ -356,7 +364,9 @@ func TestReduceStripPlan(t *testing.T) {
 		any_     bool
 	}{
 		{ReduceVar, dtype.BF16, "", true, true, false}, {ReduceStd, dtype.F32, "", false, true, false},
-		{ReduceMax, dtype.BF16, "", false, false, false}, {ReduceStd, dtype.BF16, "never", false, false, false},
+		{ReduceMax, dtype.BF16, "", true, true, false}, {ReduceStd, dtype.BF16, "never", false, false, false},
+		{ReduceMin, dtype.F32, "", false, true, false}, {ReduceProd, dtype.F64, "", false, true, false},
+		{ReduceMax, dtype.F32, "never", false, false, false},
 		{ReduceVar, dtype.F32, "auto", true, true, false}, {ReduceStd, dtype.BF16, "always", true, true, true},
 		{ReduceMax, dtype.F32, "always", true, true, true}, {ReduceProd, dtype.BF16, "auto", true, true, false},
 		{ReduceSum, dtype.BF16, "always", false, false, false}, {ReduceNorm2, dtype.F32, "auto", false, false, false},
@@ -399,7 +409,7 @@ func TestReduceStripPlan(t *testing.T) {
 		want  string
 	}{
 		{"", ReduceVar, []int{4096, 4096}, 0, "reduce_bw_var_bf16_stripc"}, {"", ReduceVar, []int{4096, 4096}, 1, "reduce_bw_var_bf16_row"},
-		{"", ReduceStd, []int{64, 32}, 0, "reduce_bw_std_bf16_col"}, {"", ReduceMax, []int{4096, 4096}, 0, "reduce_bw_max_bf16_flat"},
+		{"", ReduceStd, []int{64, 32}, 0, "reduce_bw_std_bf16_col"}, {"", ReduceMax, []int{4096, 4096}, 0, "reduce_bw_max_bf16_stripc"},
 		{"auto", ReduceMax, []int{4096, 4096}, 0, "reduce_bw_max_bf16_stripc"}, {"auto", ReduceProd, []int{1000, 600}, 0, "reduce_bw_prod_bf16_flat"},
 		{"auto", ReduceMin, []int{64, 32}, 0, "reduce_bw_min_bf16_col"},
 	} {
@@ -412,6 +422,27 @@ func TestReduceStripPlan(t *testing.T) {
 			t.Errorf("%s %v axis %d under %q: kernel %s, want %s", c.op, c.shape, c.axis, c.env, got, c.want)
 		}
 	}
+	// reduceStripTiesEnv "never": max, min and prod keep their flat path
+	// by default, and take the strip under "auto".
+	t.Setenv(reduceStripTiesEnv, "never")
+	for _, c := range []struct {
+		env  string
+		op   ReduceOp
+		want string
+	}{
+		{"", ReduceMax, "reduce_bw_max_bf16_flat"}, {"", ReduceProd, "reduce_bw_prod_bf16_flat"},
+		{"", ReduceVar, "reduce_bw_var_bf16_stripc"}, {"auto", ReduceMin, "reduce_bw_min_bf16_stripc"},
+	} {
+		t.Setenv(reduceStripEnv, c.env)
+		p, err := NewReduceBackward(ReduceDesc{Op: c.op, DType: dtype.BF16, Shape: []int{4096, 4096}, Correction: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.Kernel().Name; got != c.want {
+			t.Errorf("%s=never, %s under %q: kernel %s, want %s", reduceStripTiesEnv, c.op, c.env, got, c.want)
+		}
+	}
+	t.Setenv(reduceStripTiesEnv, "")
 	// A shape the strip cannot cut: no strip, whatever the knob.
 	t.Setenv(reduceStripEnv, "always")
 	p, err := NewReduceBackward(ReduceDesc{Op: ReduceVar, DType: dtype.BF16, Shape: []int{1000, 600}, Correction: 1})

@@ -235,12 +235,13 @@ func (p *ReduceBackward) Run(s *driver.Stream, a *ReduceArgs) error {
 	// kernel (by the operands' strides), or, when an op with statistics
 	// splits its slices into chunks, the one kernel (col, after a memset
 	// of its counters) or the stats kernel then the apply kernel twice
-	// (the slices' totals, then dx; max, min and prod need only the
-	// first); for an op with statistics on dense operands, the strip
-	// kernel in place of those where the plan has it (var and std by
-	// default; see stripOp); the short kernel in place of all of these
-	// where the plan has it and the operands allow it (see shortDense);
-	// nothing for an empty tensor.
+	// (the slices' totals, then dx; for max, min and prod the second
+	// launch rewrites only the tiles whose provisional dx can be wrong);
+	// for an op with statistics on dense operands, the strip kernel in
+	// place of those where the plan has it (var and std, and max, min and
+	// prod, by default; see stripDefault); the short kernel in place of
+	// all of these where the plan has it and the operands allow it (see
+	// shortDense); nothing for an empty tensor.
 	if s == nil {
 		return p.id.errorf(ErrNilStream, "Run needs a stream")
 	}
@@ -353,7 +354,7 @@ func (p *ReduceBackward) Run(s *driver.Stream, a *ReduceArgs) error {
 		if err != nil {
 			return err
 		}
-		if err := p.launchThen(s, lf, p.apply, a, &L, redPhaseTotal); err != nil || p.desc.Op.provisional() {
+		if err := p.launchThen(s, lf, p.apply, a, &L, redPhaseTotal); err != nil {
 			return err
 		}
 		L.phase, L.reverse = redPhaseApply, 1

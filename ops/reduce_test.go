@@ -119,7 +119,8 @@ func TestReduceDesc(t *testing.T) {
 		want  string
 	}{
 		{ReduceMax, []int{4096, 4096}, 1, "reduce_bw_max_f32_row"},
-		{ReduceMax, []int{4096, 4096}, 0, "reduce_bw_max_f32_flat"},
+		{ReduceMax, []int{4096, 4096}, 0, "reduce_bw_max_f32_stripc"},
+		{ReduceMax, []int{4096, 4100}, 0, "reduce_bw_max_f32_flat"},
 		{ReduceMax, []int{4096, 4095}, 0, "reduce_bw_max_f32_apply"},
 		{ReduceProd, []int{3, 1 << 20}, 1, "reduce_bw_prod_f32_flat"},
 		{ReduceProd, []int{3, 1<<20 + 1}, 1, "reduce_bw_prod_f32_apply"},

@@ -46,6 +46,9 @@ const (
 	// redFlatLocal is RED_FLAT_LOCAL: up to this many slices the flat kernel's blocks count in shared memory.
 	redFlatLocal = 64
 
+	// redRegridUnit is RED_REGRID_UNIT: positions per block-sized unit of the fix kernel's grid-wide redo of a few long slices (red_flat_regrid).
+	redRegridUnit = 4096
+
 	// scanBlock is SCAN_THREADS: threads per block of the scan kernels (all but colstrip).
 	scanBlock = 256
 

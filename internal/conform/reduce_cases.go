@@ -22,7 +22,7 @@ type ReduceCase struct {
 	Data string
 }
 
-// The tie-heavy inputs of ReduceTieCases.
+// The tie-heavy inputs of ReduceTieCases and ReduceTieEdgeCases.
 const (
 	// DataEqual: every element of a slice is the same value (prod: 0).
 	DataEqual = "equal"
@@ -30,6 +30,16 @@ const (
 	// (10th) percentile, so that at least a tenth of the slice equals y;
 	// prod has a zero at every tenth position.
 	DataSaturated = "saturated"
+	// DataHalf: as DataSaturated at the median: at least half of the
+	// slice equals y; prod has a zero at every other position.
+	DataHalf = "half"
+	// DataEnds: the slice's extreme (max, min) at its first and last
+	// positions and nowhere else: one tie at each end; prod: zeros there.
+	DataEnds = "ends"
+	// DataFirst and DataLast: the slice's only extreme (prod: its only
+	// zero) at its first or last position.
+	DataFirst = "first"
+	DataLast  = "last"
 )
 
 func (c ReduceCase) String() string {
@@ -46,23 +56,73 @@ func (c ReduceCase) String() string {
 	return s
 }
 
-// ReduceTieCases are the tie-heavy and long-slice regimes: one slice of
-// 2^24, four long rows, four long columns (the flat path) and 2^22 slices
-// of four, with every element of a slice equal and with saturated slices,
-// contiguous. quick cuts every shape to 2^16 elements.
-func ReduceTieCases(quick bool) []ReduceCase {
-	long := 1 << 22
+// tieShapes are the shapes of the tie-heavy cases: one slice of 2^24,
+// four long rows, four long columns, 2^22 slices of four (along the inner
+// and the outer axis) and 4096x4096 along both axes (its axis 0: the strip
+// kernel, or the flat path). quick cuts every shape to 2^16 elements.
+func tieShapes(quick bool) []struct {
+	shape []int
+	axis  int
+} {
+	long, side := 1<<22, 4096
 	if quick {
-		long = 1 << 14
+		long, side = 1<<14, 256
 	}
+	return []struct {
+		shape []int
+		axis  int
+	}{{[]int{4 * long}, 0}, {[]int{4, long}, 1}, {[]int{long, 4}, 0}, {[]int{long, 4}, 1}, {[]int{4, long}, 0},
+		{[]int{side, side}, 0}, {[]int{side, side}, 1}}
+}
+
+// ReduceTieCases are the tie-heavy and long-slice regimes (tieShapes)
+// with every element of a slice equal and with a tenth and a half of
+// every slice saturated, contiguous.
+func ReduceTieCases(quick bool) []ReduceCase {
 	var cs []ReduceCase
-	for _, data := range []string{DataEqual, DataSaturated} {
-		for _, s := range []struct {
-			shape []int
-			axis  int
-		}{{[]int{4 * long}, 0}, {[]int{4, long}, 1}, {[]int{long, 4}, 0}, {[]int{long, 4}, 1}} {
+	for _, data := range []string{DataEqual, DataSaturated, DataHalf} {
+		for _, s := range tieShapes(quick) {
 			cs = append(cs, ReduceCase{Shape: s.shape, Axis: s.axis, Correction: 1, Layouts: same4(Contiguous), Data: data})
 		}
+	}
+	return cs
+}
+
+// ReduceTieEdgeCases are the tie edges over tieShapes, contiguous: one
+// tie at each end of every slice, its only extreme (prod: zero) at its
+// first or at its last position; then saturated slices with the operands
+// one element off 16-byte alignment, where Run takes the row and col
+// kernels (split: the stats kernel, then red_total and the apply pass's
+// mend) in place of the flat and strip kernels.
+func ReduceTieEdgeCases(quick bool) []ReduceCase {
+	var cs []ReduceCase
+	for _, data := range []string{DataEnds, DataFirst, DataLast} {
+		for _, s := range tieShapes(quick) {
+			cs = append(cs, ReduceCase{Shape: s.shape, Axis: s.axis, Correction: 1, Layouts: same4(Contiguous), Data: data})
+		}
+	}
+	for _, data := range []string{DataSaturated, DataEnds} {
+		for _, s := range tieShapes(quick) {
+			cs = append(cs, ReduceCase{Shape: s.shape, Axis: s.axis, Correction: 1, Layouts: same4(Unaligned), Data: data})
+		}
+	}
+	return cs
+}
+
+// ReduceTieSquareCases are the tie-heavy cases of 4096x4096 along axis 0
+// (quick: 256x256), every tie input contiguous, and saturated and ended
+// slices one element off 16-byte alignment.
+func ReduceTieSquareCases(quick bool) []ReduceCase {
+	side := 4096
+	if quick {
+		side = 256
+	}
+	var cs []ReduceCase
+	for _, data := range []string{DataEqual, DataSaturated, DataHalf, DataEnds, DataFirst, DataLast} {
+		cs = append(cs, ReduceCase{Shape: []int{side, side}, Correction: 1, Layouts: same4(Contiguous), Data: data})
+	}
+	for _, data := range []string{DataSaturated, DataEnds} {
+		cs = append(cs, ReduceCase{Shape: []int{side, side}, Correction: 1, Layouts: same4(Unaligned), Data: data})
 	}
 	return cs
 }
@@ -80,12 +140,36 @@ func tieSlice(op, data string, x []float64) {
 		for j := 3; j < len(x); j += 10 {
 			x[j] = 0
 		}
-	case data == DataSaturated:
+	case data == DataHalf && op == "prod":
+		for j := 1; j < len(x); j += 2 {
+			x[j] = 0
+		}
+	case (data == DataEnds || data == DataFirst || data == DataLast) && op == "prod":
+		if data != DataLast {
+			x[0] = 0
+		}
+		if data != DataFirst {
+			x[len(x)-1] = 0
+		}
+	case data == DataEnds || data == DataFirst || data == DataLast:
+		// One past the extreme: every dtype's rounding keeps it apart
+		// from the other elements (at most about 12 in magnitude).
+		e := beyond(op, x)
+		if data != DataLast {
+			x[0] = e
+		}
+		if data != DataFirst {
+			x[len(x)-1] = e
+		}
+	case data == DataSaturated || data == DataHalf:
 		sorted := slices.Clone(x)
 		slices.Sort(sorted)
 		q := sorted[(len(x)-1)*9/10]
 		if op == "min" {
 			q = sorted[(len(x)-1)/10]
+		}
+		if data == DataHalf {
+			q = sorted[(len(x)-1)/2]
 		}
 		for i, v := range x {
 			if op == "min" {

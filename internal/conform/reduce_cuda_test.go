@@ -169,11 +169,13 @@ func TestReduceVectorsGPU(t *testing.T) {
 }
 
 // TestReduceTiesGPU: max, min and prod on the tie-heavy and long-slice
-// regimes (ReduceTieCases: every element of a slice equal, saturated
-// slices; one slice of 2^24, few long rows and columns, many slices of
-// four), which take the flat path's wide mend, its slots and its redo, and
-// the row and col kernels' per-slice fix. f16 and f64 take the quick
-// shapes.
+// regimes (ReduceTieCases: every element of a slice equal, a tenth and a
+// half of every slice saturated; one slice of 2^24, few long rows and
+// columns, many slices of four, 4096x4096 along both axes), which take the
+// strip kernel (4096x4096 along axis 0), the flat path's wide mend, its
+// slots and its redo, and the row and col kernels' per-slice fix. Each
+// case runs twice and must give the same bits (CheckReduce); outputs lie
+// in guard bands. f16 and f64 take the quick shapes.
 func TestReduceTiesGPU(t *testing.T) {
 	env := testEnv(t)
 	for _, op := range []ops.ReduceOp{ops.ReduceMax, ops.ReduceMin, ops.ReduceProd} {
@@ -183,5 +185,48 @@ func TestReduceTiesGPU(t *testing.T) {
 				report(t, env.CheckReduce(op, dt, cases, 46))
 			})
 		}
+	}
+}
+
+// TestReduceTieEdgesGPU: max, min and prod with one tie at each end of
+// every slice, with the only extreme (prod: the only zero) at the first
+// or the last position, and saturated slices on operands off 16-byte
+// alignment (ReduceTieEdgeCases), where Run takes the row and col kernels
+// and, for split slices, the stats kernel with the apply pass's mend over
+// the grid. f16 and f64 take the quick shapes.
+func TestReduceTieEdgesGPU(t *testing.T) {
+	env := testEnv(t)
+	for _, op := range []ops.ReduceOp{ops.ReduceMax, ops.ReduceMin, ops.ReduceProd} {
+		for _, dt := range dtype.All {
+			cases := ReduceTieEdgeCases(quick() || dt == dtype.F16 || dt == dtype.F64)
+			t.Run("reduce_bw_"+op.String()+"_"+dt.Suffix(), func(t *testing.T) {
+				report(t, env.CheckReduce(op, dt, cases, 47))
+			})
+		}
+	}
+}
+
+// TestReduceTiesPathsGPU: the tie-heavy cases of 4096x4096 along axis 0
+// on the paths that the default leaves: max, min and prod on the flat
+// path where the strip kernel would serve (BARACUDA_REDUCE_STRIP_TIES=
+// never), off the cluster kernel (BARACUDA_REDUCE_CLUSTER=never: the stats
+// kernel and the apply pass's mend), and on the strip kernel whatever the
+// grid (BARACUDA_REDUCE_STRIP=always, so that the quick set's 256x256
+// reaches it too), f32 and bf16.
+func TestReduceTiesPathsGPU(t *testing.T) {
+	for _, knob := range [][2]string{{"BARACUDA_REDUCE_STRIP_TIES", "never"}, {"BARACUDA_REDUCE_CLUSTER", "never"},
+		{"BARACUDA_REDUCE_STRIP", "always"}} {
+		t.Run(knob[0]+"="+knob[1], func(t *testing.T) {
+			t.Setenv(knob[0], knob[1])
+			env := testEnv(t)
+			cases := ReduceTieSquareCases(quick())
+			for _, op := range []ops.ReduceOp{ops.ReduceMax, ops.ReduceMin, ops.ReduceProd} {
+				for _, dt := range []dtype.DType{dtype.F32, dtype.BF16} {
+					t.Run("reduce_bw_"+op.String()+"_"+dt.Suffix(), func(t *testing.T) {
+						report(t, env.CheckReduce(op, dt, cases, 48))
+					})
+				}
+			}
+		})
 	}
 }

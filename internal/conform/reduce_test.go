@@ -120,3 +120,48 @@ func TestReduceFlatStatsCasesReachFlat(t *testing.T) {
 		}
 	}
 }
+
+// TestTieSliceData: the tie inputs hold what ReduceTieCases and
+// ReduceTieEdgeCases promise: with a tenth and a half of the slice
+// saturated, at least that many elements equal the extreme (prod: zeros
+// at every tenth, every other position); one extreme (zero) at each end,
+// or at the first or last position alone.
+func TestTieSliceData(t *testing.T) {
+	const k = 1000
+	for _, op := range []string{"max", "min", "prod"} {
+		for _, data := range []string{DataEqual, DataSaturated, DataHalf, DataEnds, DataFirst, DataLast} {
+			x := make([]float64, k)
+			for i := range x {
+				x[i] = float64((i*7919)%1009)/100 - 5.005 // distinct, no zero
+			}
+			tieSlice(op, data, x)
+			ext := x[0]
+			for _, v := range x {
+				if op == "max" && v > ext || op == "min" && v < ext {
+					ext = v
+				}
+			}
+			if op == "prod" {
+				ext = 0
+			}
+			var at []int
+			for i, v := range x {
+				if v == ext {
+					at = append(at, i)
+				}
+			}
+			want := map[string]int{DataEqual: k, DataSaturated: k / 10, DataHalf: k / 2, DataEnds: 2, DataFirst: 1, DataLast: 1}[data]
+			switch data {
+			case DataEnds, DataFirst, DataLast:
+				first, last := data != DataLast, data != DataFirst
+				if len(at) != want || first && at[0] != 0 || last && at[len(at)-1] != k-1 {
+					t.Errorf("%s %s: extremes at %v", op, data, at)
+				}
+			default:
+				if len(at) < want {
+					t.Errorf("%s %s: %d elements equal the extreme, want at least %d", op, data, len(at), want)
+				}
+			}
+		}
+	}
+}
