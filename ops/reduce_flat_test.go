@@ -133,7 +133,7 @@ func TestReduceFlatRowsPlan(t *testing.T) {
 				if got := p.Kernel().Name; got != "reduce_bw_"+op.String()+"_"+dt.Suffix()+"_flat" {
 					t.Errorf("%s %s: kernel %s", op, dt, got)
 				}
-				if op.provisional() && p.ws < flatFixSize(op, dt, p.slices, p.flat.packs) {
+				if op.provisional() && p.ws < flatFixSize(op, dt, p.slices, p.flat.packs, p.k) {
 					t.Errorf("%s %s: workspace %d", op, dt, p.ws)
 				}
 				a := redArgs(p)
