@@ -40,9 +40,12 @@
 #include "scan_fwd.cuh"
 
 // TallItems: the most rows of a run (the launcher's L.items, which fits
-// the tile into its shared memory, is at most this).
-template <typename T> struct TallItems {
-	static constexpr int N = 8;
+// the tile into its shared memory, is at most this): 8, 4 for f64; half
+// that for cumprod and logcumsumexp, whose runs hold five arrays (x, y,
+// g and both factors), which keeps them clear of spills under ptxas's
+// register choices. ops/scan_tall.go's tallItems mirrors it.
+template <typename T, typename Op> struct TallItems {
+	static constexpr int N = (sizeof(T) == 8 ? 4 : 8) / (Op::needs_y ? 2 : 1);
 };
 
 // tall_pitch is the shared memory distance of two runs, in elements, for
@@ -177,7 +180,7 @@ template <typename T, typename Op>
 __device__ __forceinline__ void scan_backward_tall(const T* __restrict__ dy, const T* __restrict__ x,
 		const T* __restrict__ y, T* __restrict__ dx, void* __restrict__ wsp, const ScanLayout& L) {
 	typedef typename OpMath<T>::type M;
-	constexpr int N = TallItems<T>::N;
+	constexpr int N = TallItems<T, Op>::N;
 	typedef ScanRun<T, Op, N, true> Run;
 	extern __shared__ __align__(16) unsigned char tall_sm[];
 	__shared__ Aff<M> s_aff[SCAN_WARPS];
@@ -230,10 +233,10 @@ __device__ __forceinline__ void scan_backward_tall(const T* __restrict__ dy, con
 	T* const sm_g = reinterpret_cast<T*>(tall_sm);
 	T* const sm_x = sm_g + R * P;
 	T* const sm_y = sm_x + (Op::needs_x ? R * P : 0);
-	// Element offsets of the tile's first element; column j adds j.
-	i64 off[4];
-#pragma unroll
-	for (int t = 0; t < 4; ++t) off[t] = (L.srank > 1 ? a * L.sstride[t][0] : 0) + tk0 * L.astride[t];
+	// off(t): the element offset of the tile's first element in operand
+	// t (dy, x, y, dx); column j adds j. Computed where used rather than
+	// kept live through the scans (registers).
+	const auto off = [&](int t) -> i64 { return (L.srank > 1 ? a * L.sstride[t][0] : 0) + tk0 * L.astride[t]; };
 	const int run = wg * 32 + lane;
 	const i64 k0 = tk0 + (i64)run * items;
 	const int rbase = run * P;
@@ -242,7 +245,7 @@ __device__ __forceinline__ void scan_backward_tall(const T* __restrict__ dy, con
 	if (L.phase == SCAN_FWD_TILES) {
 		// Each column's forward aggregate over the tile.
 		tall_fill<M>(ws, L, q, a, C, rounds);
-		tall_load<T>(x + off[1], sm_x, E, S, P, vec);
+		tall_load<T>(x + off(1), sm_x, E, S, P, vec);
 		__syncthreads();
 		for (int rd = 0; rd < rounds; ++rd) {
 			const int j = rd * groups + grp;
@@ -265,9 +268,9 @@ __device__ __forceinline__ void scan_backward_tall(const T* __restrict__ dy, con
 		return;
 	}
 
-	tall_load<T>(dy + off[0], sm_g, E, S, P, vec);
-	if (Op::needs_x) tall_load<T>(x + off[1], sm_x, E, S, P, vec);
-	if (Op::needs_y) tall_load<T>(y + off[2], sm_y, E, S, P, vec);
+	tall_load<T>(dy + off(0), sm_g, E, S, P, vec);
+	if (Op::needs_x) tall_load<T>(x + off(1), sm_x, E, S, P, vec);
+	if (Op::needs_y) tall_load<T>(y + off(2), sm_y, E, S, P, vec);
 	__syncthreads();
 	for (int rd = 0; rd < rounds; ++rd) {
 		const int j = rd * groups + grp;
@@ -290,7 +293,7 @@ __device__ __forceinline__ void scan_backward_tall(const T* __restrict__ dy, con
 					const int lr = (int)(kb - tk0), rr = lr / items;
 					yb = to_op(sm_y[rr * P + (lr - rr * items) * C + j]);
 				} else {
-					yb = to_op(scan_ld(y + off[2] + (kb - tk0) * L.astride[2] + j));
+					yb = to_op(scan_ld(y + off(2) + (kb - tk0) * L.astride[2] + j));
 				}
 			}
 			r.yb = yb;
@@ -333,7 +336,7 @@ __device__ __forceinline__ void scan_backward_tall(const T* __restrict__ dy, con
 					const int le = rev ? 0 : (int)(tk1 - tk0) - 1, re = le / items;
 					yto = to_op(sm_y[re * P + (le - re * items) * C + jg]);
 					const i64 kf = rev ? tk1 : tk0 - 1;
-					if (kf >= 0 && kf < L.n) yfrom = to_op(scan_ld(y + off[2] + (kf - tk0) * L.astride[2] + jg));
+					if (kf >= 0 && kf < L.n) yfrom = to_op(scan_ld(y + off(2) + (kf - tk0) * L.astride[2] + jg));
 				}
 				tot = TallTileMap<T, Op>::template of<M>(
 						wc, [&](int i) { return s_aff[lane * wc + (rev ? i : wc - 1 - i)]; }, yfrom, yto);
@@ -355,5 +358,5 @@ __device__ __forceinline__ void scan_backward_tall(const T* __restrict__ dy, con
 		tall_put<T, N>(sm_g, base, C, cnt, rev, r.g);
 		__syncthreads();
 	}
-	tall_store<T>(dx + off[3], sm_g, E, S, P, vec);
+	tall_store<T>(dx + off(3), sm_g, E, S, P, vec);
 }

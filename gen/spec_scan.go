@@ -55,6 +55,8 @@ var scanFamily = Family{
 		// tall: an outer axis over a few slices of a small contiguous
 		// inner extent (2..16), a block per tile of rows through shared
 		// memory (ops/scan_tall.go, gen/scan_tall.cuh).
-		{Name: "tall", Template: "scan_backward_tall"},
+		// Two blocks per SM at least (128 registers): ptxas's own register
+		// choice spills some of its kernels.
+		{Name: "tall", Template: "scan_backward_tall", MinBlocks: 2},
 	},
 }

@@ -8,7 +8,7 @@ extern "C" __global__ void __launch_bounds__(256) scan_bw_cumsum_f32_row(const f
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cumsum_f32_col(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<float, CumsumBw>(dy, x, y, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256) scan_bw_cumsum_f32_tall(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 2) scan_bw_cumsum_f32_tall(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<float, CumsumBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cumsum_f16_row(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
@@ -17,7 +17,7 @@ extern "C" __global__ void __launch_bounds__(256) scan_bw_cumsum_f16_row(const _
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cumsum_f16_col(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<__half, CumsumBw>(dy, x, y, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256) scan_bw_cumsum_f16_tall(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 2) scan_bw_cumsum_f16_tall(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<__half, CumsumBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cumsum_bf16_row(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
@@ -26,7 +26,7 @@ extern "C" __global__ void __launch_bounds__(256) scan_bw_cumsum_bf16_row(const 
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cumsum_bf16_col(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<__nv_bfloat16, CumsumBw>(dy, x, y, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256) scan_bw_cumsum_bf16_tall(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 2) scan_bw_cumsum_bf16_tall(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<__nv_bfloat16, CumsumBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cumsum_f64_row(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
@@ -35,7 +35,7 @@ extern "C" __global__ void __launch_bounds__(256) scan_bw_cumsum_f64_row(const d
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cumsum_f64_col(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<double, CumsumBw>(dy, x, y, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256) scan_bw_cumsum_f64_tall(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 2) scan_bw_cumsum_f64_tall(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<double, CumsumBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cumprod_f32_row(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
@@ -44,7 +44,7 @@ extern "C" __global__ void __launch_bounds__(256) scan_bw_cumprod_f32_row(const 
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cumprod_f32_col(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<float, CumprodBw>(dy, x, y, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256) scan_bw_cumprod_f32_tall(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 2) scan_bw_cumprod_f32_tall(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<float, CumprodBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cumprod_f16_row(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
@@ -53,7 +53,7 @@ extern "C" __global__ void __launch_bounds__(256) scan_bw_cumprod_f16_row(const 
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cumprod_f16_col(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<__half, CumprodBw>(dy, x, y, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256) scan_bw_cumprod_f16_tall(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 2) scan_bw_cumprod_f16_tall(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<__half, CumprodBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cumprod_bf16_row(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
@@ -62,7 +62,7 @@ extern "C" __global__ void __launch_bounds__(256) scan_bw_cumprod_bf16_row(const
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cumprod_bf16_col(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<__nv_bfloat16, CumprodBw>(dy, x, y, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256) scan_bw_cumprod_bf16_tall(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 2) scan_bw_cumprod_bf16_tall(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<__nv_bfloat16, CumprodBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cumprod_f64_row(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
@@ -71,7 +71,7 @@ extern "C" __global__ void __launch_bounds__(256) scan_bw_cumprod_f64_row(const 
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cumprod_f64_col(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<double, CumprodBw>(dy, x, y, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256) scan_bw_cumprod_f64_tall(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 2) scan_bw_cumprod_f64_tall(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<double, CumprodBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cummax_f32_row(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
@@ -80,7 +80,7 @@ extern "C" __global__ void __launch_bounds__(256) scan_bw_cummax_f32_row(const f
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cummax_f32_col(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<float, CummaxBw>(dy, x, y, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256) scan_bw_cummax_f32_tall(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 2) scan_bw_cummax_f32_tall(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<float, CummaxBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cummax_f16_row(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
@@ -89,7 +89,7 @@ extern "C" __global__ void __launch_bounds__(256) scan_bw_cummax_f16_row(const _
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cummax_f16_col(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<__half, CummaxBw>(dy, x, y, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256) scan_bw_cummax_f16_tall(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 2) scan_bw_cummax_f16_tall(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<__half, CummaxBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cummax_bf16_row(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
@@ -98,7 +98,7 @@ extern "C" __global__ void __launch_bounds__(256) scan_bw_cummax_bf16_row(const 
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cummax_bf16_col(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<__nv_bfloat16, CummaxBw>(dy, x, y, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256) scan_bw_cummax_bf16_tall(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 2) scan_bw_cummax_bf16_tall(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<__nv_bfloat16, CummaxBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cummax_f64_row(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
@@ -107,7 +107,7 @@ extern "C" __global__ void __launch_bounds__(256) scan_bw_cummax_f64_row(const d
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cummax_f64_col(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<double, CummaxBw>(dy, x, y, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256) scan_bw_cummax_f64_tall(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 2) scan_bw_cummax_f64_tall(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<double, CummaxBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cummin_f32_row(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
@@ -116,7 +116,7 @@ extern "C" __global__ void __launch_bounds__(256) scan_bw_cummin_f32_row(const f
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cummin_f32_col(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<float, CumminBw>(dy, x, y, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256) scan_bw_cummin_f32_tall(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 2) scan_bw_cummin_f32_tall(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<float, CumminBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cummin_f16_row(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
@@ -125,7 +125,7 @@ extern "C" __global__ void __launch_bounds__(256) scan_bw_cummin_f16_row(const _
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cummin_f16_col(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<__half, CumminBw>(dy, x, y, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256) scan_bw_cummin_f16_tall(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 2) scan_bw_cummin_f16_tall(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<__half, CumminBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cummin_bf16_row(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
@@ -134,7 +134,7 @@ extern "C" __global__ void __launch_bounds__(256) scan_bw_cummin_bf16_row(const 
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cummin_bf16_col(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<__nv_bfloat16, CumminBw>(dy, x, y, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256) scan_bw_cummin_bf16_tall(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 2) scan_bw_cummin_bf16_tall(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<__nv_bfloat16, CumminBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cummin_f64_row(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
@@ -143,7 +143,7 @@ extern "C" __global__ void __launch_bounds__(256) scan_bw_cummin_f64_row(const d
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cummin_f64_col(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<double, CumminBw>(dy, x, y, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256) scan_bw_cummin_f64_tall(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 2) scan_bw_cummin_f64_tall(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<double, CumminBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256) scan_bw_logcumsumexp_f32_row(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
@@ -152,7 +152,7 @@ extern "C" __global__ void __launch_bounds__(256) scan_bw_logcumsumexp_f32_row(c
 extern "C" __global__ void __launch_bounds__(256) scan_bw_logcumsumexp_f32_col(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<float, LogcumsumexpBw>(dy, x, y, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256) scan_bw_logcumsumexp_f32_tall(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 2) scan_bw_logcumsumexp_f32_tall(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<float, LogcumsumexpBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256) scan_bw_logcumsumexp_f16_row(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
@@ -161,7 +161,7 @@ extern "C" __global__ void __launch_bounds__(256) scan_bw_logcumsumexp_f16_row(c
 extern "C" __global__ void __launch_bounds__(256) scan_bw_logcumsumexp_f16_col(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<__half, LogcumsumexpBw>(dy, x, y, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256) scan_bw_logcumsumexp_f16_tall(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 2) scan_bw_logcumsumexp_f16_tall(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<__half, LogcumsumexpBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256) scan_bw_logcumsumexp_bf16_row(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
@@ -170,7 +170,7 @@ extern "C" __global__ void __launch_bounds__(256) scan_bw_logcumsumexp_bf16_row(
 extern "C" __global__ void __launch_bounds__(256) scan_bw_logcumsumexp_bf16_col(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<__nv_bfloat16, LogcumsumexpBw>(dy, x, y, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256) scan_bw_logcumsumexp_bf16_tall(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 2) scan_bw_logcumsumexp_bf16_tall(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<__nv_bfloat16, LogcumsumexpBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256) scan_bw_logcumsumexp_f64_row(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
@@ -179,6 +179,6 @@ extern "C" __global__ void __launch_bounds__(256) scan_bw_logcumsumexp_f64_row(c
 extern "C" __global__ void __launch_bounds__(256) scan_bw_logcumsumexp_f64_col(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<double, LogcumsumexpBw>(dy, x, y, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256) scan_bw_logcumsumexp_f64_tall(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 2) scan_bw_logcumsumexp_f64_tall(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<double, LogcumsumexpBw>(dy, x, y, dx, ws, L);
 }

@@ -32,12 +32,23 @@ const (
 	// slices on the col mapping's lanes fill).
 	scanTallMinN      = 4096
 	scanTallMaxSlices = 64
-	// scanTallItems mirrors TallItems<T>::N: the most rows of a run.
-	scanTallItems = 8
 	// scanTallSmem bounds a tile's dynamic shared memory (every operand
 	// the op reads), below the 48 KiB a launch takes without an opt-in.
 	scanTallSmem = 32 << 10
 )
+
+// tallItems mirrors TallItems<T, Op>::N in gen/scan_tall.cuh: the most
+// rows of a run, 8 (4 for f64), half that for the ops that read y.
+func tallItems(op ScanOp, dt dtype.DType) int64 {
+	n := int64(8)
+	if dt.Size() == 8 {
+		n = 4
+	}
+	if _, needY := op.Saved(); needY {
+		n /= 2
+	}
+	return n
+}
 
 // tallPitch mirrors tall_pitch in gen/scan_tall.cuh: the elements between
 // two runs of s elements in shared memory, so that the 32 lanes reading
@@ -99,7 +110,7 @@ func newScanTallGeom(op ScanOp, dt dtype.DType, n, outer, inner int64) scanGeom 
 		nops++
 	}
 	wc := tallWarps(inner)
-	items := int64(scanTallItems)
+	items := tallItems(op, dt)
 	for items > 1 && nops*32*wc*tallPitch(items*inner, size)*size > scanTallSmem {
 		items--
 	}

@@ -78,22 +78,22 @@ func TestScanTallGeometry(t *testing.T) {
 		fillers             int64
 	}{
 		// [4194304, 4]: 2 warps a column, 512-row tiles.
-		{ScanCumsum, dtype.F32, 4194304, 1, 4, 2, 8, 8192, 1, 8192 + 16, 16}, // 8 bytes a slot: 16 fill blocks
-		{ScanCumprod, dtype.F32, 4194304, 1, 4, 2, 8, 8192, 1, 8192, 0},
-		{ScanLogcumsumexp, dtype.BF16, 4194304, 1, 4, 2, 8, 8192, 1, 8192 + 24, 24}, // 12 bytes
-		{ScanCummax, dtype.F64, 4194304, 1, 4, 2, 7, 9363, 1, 9363, 0},              // dy and x of 8-row runs: 33 KiB
+		{ScanCumsum, dtype.F32, 4194304, 1, 4, 2, 8, 8192, 1, 8192 + 16, 16},          // 8 bytes a slot: 16 fill blocks
+		{ScanCumprod, dtype.F32, 4194304, 1, 4, 2, 4, 16384, 1, 16384, 0},             // runs of 4 rows where the op reads y
+		{ScanLogcumsumexp, dtype.BF16, 4194304, 1, 4, 2, 4, 16384, 1, 16384 + 48, 48}, // 12 bytes a slot
+		{ScanCummax, dtype.F64, 4194304, 1, 4, 2, 4, 16384, 1, 16384, 0},              // f64: runs of 4
 		// Two columns: 4 warps each, 1024-row tiles.
 		{ScanCumsum, dtype.F16, 100003, 1, 2, 4, 8, 98, 1, 98 + 1, 1},
 		// Three columns: 2 warps each (6 of 8 warps busy).
 		{ScanCummin, dtype.F32, 100003, 1, 3, 2, 8, 196, 1, 196, 0},
-		// 16 columns: a warp each, two rounds; shorter runs fit the
-		// operands into shared memory.
-		{ScanLogcumsumexp, dtype.F32, 100003, 1, 16, 1, 5, 626, 2, 626 + 8, 8},
+		// 16 columns: a warp each, two rounds; f64 logcumsumexp takes
+		// shorter runs to fit its three operands into shared memory.
+		{ScanLogcumsumexp, dtype.F32, 100003, 1, 16, 1, 4, 782, 2, 782 + 10, 10},
 		{ScanLogcumsumexp, dtype.F64, 100003, 1, 16, 1, 2, 1563, 2, 1563 + 38, 38},
 		{ScanCumsum, dtype.BF16, 100003, 1, 16, 1, 8, 391, 2, 391 + 4, 4},
 		// Batches: a block per tile and batch, units per batch and round.
-		{ScanCumprod, dtype.F32, 9000, 4, 4, 2, 8, 18, 4, 72, 0},
-		{ScanCumsum, dtype.F64, 9000, 3, 7, 1, 8, 36, 3, 108 + 2, 2},
+		{ScanCumprod, dtype.F32, 9000, 4, 4, 2, 4, 36, 4, 144, 0},
+		{ScanCumsum, dtype.F64, 9000, 3, 7, 1, 4, 71, 3, 213 + 3, 3},
 	}
 	for _, c := range cases {
 		g := newScanTallGeom(c.op, c.dt, c.n, c.outer, c.inner)

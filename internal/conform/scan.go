@@ -191,8 +191,8 @@ func ScanCases(quick bool) []ScanCase {
 // slices of 2 to 16 contiguous columns; TestScanTallGPU runs them with
 // BARACUDA_SCAN_TALL=always, and Run takes the col kernel where the
 // operands do not allow it): for C in {2, 3, 4, 7, 8, 16} axis lengths
-// around the tile sizes (256, 512 and 1024 rows with full runs, fewer
-// where the operands' tiles fill the shared memory) and several tiles,
+// around the tile sizes (128 to 1024 rows by C, op and dtype) and
+// several tiles,
 // and (full set) 100003 rows; batches [A, n, C] contiguous, with padded
 // and misaligned batch strides, inner dims that merge; in place and over
 // x; normal, special, exact and non-finite values. Layouts the kernel
