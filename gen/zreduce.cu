@@ -14,6 +14,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_sum_f32_col(const
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_sum_f32_seg(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<float, RedSum>(x, y, dy, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_sum_f32_short(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_short<float, RedSum>(x, y, dy, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_sum_f16_flat(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__half, RedSum>(x, y, dy, dx, ws, L);
 }
@@ -25,6 +28,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_sum_f16_col(const
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_sum_f16_seg(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<__half, RedSum>(x, y, dy, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_sum_f16_short(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_short<__half, RedSum>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_sum_bf16_flat(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__nv_bfloat16, RedSum>(x, y, dy, dx, ws, L);
@@ -38,6 +44,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_sum_bf16_col(cons
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_sum_bf16_seg(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<__nv_bfloat16, RedSum>(x, y, dy, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_sum_bf16_short(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_short<__nv_bfloat16, RedSum>(x, y, dy, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_sum_f64_flat(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<double, RedSum>(x, y, dy, dx, ws, L);
 }
@@ -49,6 +58,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_sum_f64_col(const
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_sum_f64_seg(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<double, RedSum>(x, y, dy, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_sum_f64_short(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_short<double, RedSum>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_mean_f32_flat(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<float, RedMean>(x, y, dy, dx, ws, L);
@@ -62,6 +74,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_mean_f32_col(cons
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_mean_f32_seg(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<float, RedMean>(x, y, dy, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_mean_f32_short(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_short<float, RedMean>(x, y, dy, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_mean_f16_flat(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__half, RedMean>(x, y, dy, dx, ws, L);
 }
@@ -73,6 +88,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_mean_f16_col(cons
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_mean_f16_seg(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<__half, RedMean>(x, y, dy, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_mean_f16_short(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_short<__half, RedMean>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_mean_bf16_flat(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__nv_bfloat16, RedMean>(x, y, dy, dx, ws, L);
@@ -86,6 +104,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_mean_bf16_col(con
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_mean_bf16_seg(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<__nv_bfloat16, RedMean>(x, y, dy, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_mean_bf16_short(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_short<__nv_bfloat16, RedMean>(x, y, dy, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_mean_f64_flat(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<double, RedMean>(x, y, dy, dx, ws, L);
 }
@@ -97,6 +118,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_mean_f64_col(cons
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_mean_f64_seg(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<double, RedMean>(x, y, dy, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_mean_f64_short(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_short<double, RedMean>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 6) reduce_bw_max_f32_flat(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<float, RedMaxMin>(x, y, dy, dx, ws, L);
@@ -122,6 +146,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_f32_strip(con
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_f32_seg(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<float, RedMaxMin>(x, y, dy, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_max_f32_short(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_short<float, RedMaxMin>(x, y, dy, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 6) reduce_bw_max_f16_flat(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__half, RedMaxMin>(x, y, dy, dx, ws, L);
 }
@@ -145,6 +172,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_f16_strip(con
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_f16_seg(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<__half, RedMaxMin>(x, y, dy, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_max_f16_short(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_short<__half, RedMaxMin>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 6) reduce_bw_max_bf16_flat(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
@@ -170,6 +200,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_bf16_strip(co
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_bf16_seg(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_max_bf16_short(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_short<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 6) reduce_bw_max_f64_flat(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<double, RedMaxMin>(x, y, dy, dx, ws, L);
 }
@@ -193,6 +226,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_f64_strip(con
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_f64_seg(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<double, RedMaxMin>(x, y, dy, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_max_f64_short(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_short<double, RedMaxMin>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 6) reduce_bw_min_f32_flat(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<float, RedMaxMin>(x, y, dy, dx, ws, L);
@@ -218,6 +254,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_f32_strip(con
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_f32_seg(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<float, RedMaxMin>(x, y, dy, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_min_f32_short(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_short<float, RedMaxMin>(x, y, dy, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 6) reduce_bw_min_f16_flat(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__half, RedMaxMin>(x, y, dy, dx, ws, L);
 }
@@ -241,6 +280,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_f16_strip(con
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_f16_seg(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<__half, RedMaxMin>(x, y, dy, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_min_f16_short(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_short<__half, RedMaxMin>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 6) reduce_bw_min_bf16_flat(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
@@ -266,6 +308,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_bf16_strip(co
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_bf16_seg(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_min_bf16_short(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_short<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 6) reduce_bw_min_f64_flat(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<double, RedMaxMin>(x, y, dy, dx, ws, L);
 }
@@ -289,6 +334,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_f64_strip(con
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_f64_seg(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<double, RedMaxMin>(x, y, dy, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_min_f64_short(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_short<double, RedMaxMin>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 5) reduce_bw_prod_f32_flat(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<float, RedProd>(x, y, dy, dx, ws, L);
@@ -314,6 +362,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_prod_f32_strip(co
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_prod_f32_seg(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<float, RedProd>(x, y, dy, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_prod_f32_short(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_short<float, RedProd>(x, y, dy, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 5) reduce_bw_prod_f16_flat(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__half, RedProd>(x, y, dy, dx, ws, L);
 }
@@ -337,6 +388,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_prod_f16_strip(co
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_prod_f16_seg(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<__half, RedProd>(x, y, dy, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_prod_f16_short(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_short<__half, RedProd>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 5) reduce_bw_prod_bf16_flat(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__nv_bfloat16, RedProd>(x, y, dy, dx, ws, L);
@@ -362,6 +416,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_prod_bf16_strip(c
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_prod_bf16_seg(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<__nv_bfloat16, RedProd>(x, y, dy, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_prod_bf16_short(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_short<__nv_bfloat16, RedProd>(x, y, dy, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 5) reduce_bw_prod_f64_flat(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<double, RedProd>(x, y, dy, dx, ws, L);
 }
@@ -386,6 +443,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_prod_f64_strip(co
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_prod_f64_seg(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<double, RedProd>(x, y, dy, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_prod_f64_short(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_short<double, RedProd>(x, y, dy, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_norm2_f32_flat(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<float, RedNorm2>(x, y, dy, dx, ws, L);
 }
@@ -397,6 +457,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_norm2_f32_col(con
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_norm2_f32_seg(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<float, RedNorm2>(x, y, dy, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_norm2_f32_short(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_short<float, RedNorm2>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_norm2_f16_flat(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__half, RedNorm2>(x, y, dy, dx, ws, L);
@@ -410,6 +473,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_norm2_f16_col(con
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_norm2_f16_seg(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<__half, RedNorm2>(x, y, dy, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_norm2_f16_short(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_short<__half, RedNorm2>(x, y, dy, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_norm2_bf16_flat(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__nv_bfloat16, RedNorm2>(x, y, dy, dx, ws, L);
 }
@@ -421,6 +487,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_norm2_bf16_col(co
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_norm2_bf16_seg(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<__nv_bfloat16, RedNorm2>(x, y, dy, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_norm2_bf16_short(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_short<__nv_bfloat16, RedNorm2>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_norm2_f64_flat(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<double, RedNorm2>(x, y, dy, dx, ws, L);
@@ -434,6 +503,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_norm2_f64_col(con
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_norm2_f64_seg(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<double, RedNorm2>(x, y, dy, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_norm2_f64_short(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_short<double, RedNorm2>(x, y, dy, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_logsumexp_f32_flat(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<float, RedLogSumExp>(x, y, dy, dx, ws, L);
 }
@@ -445,6 +517,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_logsumexp_f32_col
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_logsumexp_f32_seg(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<float, RedLogSumExp>(x, y, dy, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_logsumexp_f32_short(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_short<float, RedLogSumExp>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_logsumexp_f16_flat(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__half, RedLogSumExp>(x, y, dy, dx, ws, L);
@@ -458,6 +533,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_logsumexp_f16_col
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_logsumexp_f16_seg(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<__half, RedLogSumExp>(x, y, dy, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_logsumexp_f16_short(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_short<__half, RedLogSumExp>(x, y, dy, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_logsumexp_bf16_flat(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__nv_bfloat16, RedLogSumExp>(x, y, dy, dx, ws, L);
 }
@@ -470,6 +548,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_logsumexp_bf16_co
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_logsumexp_bf16_seg(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<__nv_bfloat16, RedLogSumExp>(x, y, dy, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_logsumexp_bf16_short(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_short<__nv_bfloat16, RedLogSumExp>(x, y, dy, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_logsumexp_f64_flat(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<double, RedLogSumExp>(x, y, dy, dx, ws, L);
 }
@@ -481,6 +562,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_logsumexp_f64_col
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_logsumexp_f64_seg(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<double, RedLogSumExp>(x, y, dy, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_logsumexp_f64_short(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_short<double, RedLogSumExp>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_f32_flat(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<float, RedVar>(x, y, dy, dx, ws, L);
@@ -506,6 +590,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_f32_strip(con
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_f32_seg(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<float, RedVar>(x, y, dy, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_var_f32_short(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_short<float, RedVar>(x, y, dy, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_f16_flat(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__half, RedVar>(x, y, dy, dx, ws, L);
 }
@@ -529,6 +616,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_f16_strip(con
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_f16_seg(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<__half, RedVar>(x, y, dy, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_var_f16_short(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_short<__half, RedVar>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_bf16_flat(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__nv_bfloat16, RedVar>(x, y, dy, dx, ws, L);
@@ -554,6 +644,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_bf16_strip(co
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_bf16_seg(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<__nv_bfloat16, RedVar>(x, y, dy, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_var_bf16_short(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_short<__nv_bfloat16, RedVar>(x, y, dy, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_f64_flat(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<double, RedVar>(x, y, dy, dx, ws, L);
 }
@@ -577,6 +670,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_f64_strip(con
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_f64_seg(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<double, RedVar>(x, y, dy, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_var_f64_short(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_short<double, RedVar>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_f32_flat(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<float, RedStd>(x, y, dy, dx, ws, L);
@@ -602,6 +698,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_f32_strip(con
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_f32_seg(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<float, RedStd>(x, y, dy, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_std_f32_short(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_short<float, RedStd>(x, y, dy, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_f16_flat(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__half, RedStd>(x, y, dy, dx, ws, L);
 }
@@ -625,6 +724,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_f16_strip(con
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_f16_seg(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<__half, RedStd>(x, y, dy, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_std_f16_short(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_short<__half, RedStd>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_bf16_flat(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__nv_bfloat16, RedStd>(x, y, dy, dx, ws, L);
@@ -650,6 +752,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_bf16_strip(co
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_bf16_seg(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<__nv_bfloat16, RedStd>(x, y, dy, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_std_bf16_short(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_short<__nv_bfloat16, RedStd>(x, y, dy, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_f64_flat(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<double, RedStd>(x, y, dy, dx, ws, L);
 }
@@ -673,4 +778,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_f64_strip(con
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_f64_seg(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<double, RedStd>(x, y, dy, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_std_f64_short(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_short<double, RedStd>(x, y, dy, dx, ws, L);
 }

@@ -15,6 +15,9 @@ extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_sum_bf16_col(cons
 extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_sum_bf16_seg(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<__nv_bfloat16, RedSum>(x, y, dy, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_sum_bf16_short(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_short<__nv_bfloat16, RedSum>(x, y, dy, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_mean_bf16_flat(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__nv_bfloat16, RedMean>(x, y, dy, dx, ws, L);
 }
@@ -26,6 +29,9 @@ extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_mean_bf16_col(con
 }
 extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_mean_bf16_seg(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<__nv_bfloat16, RedMean>(x, y, dy, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_mean_bf16_short(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_short<__nv_bfloat16, RedMean>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 6) reduce_bw_max_bf16_flat(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
@@ -51,6 +57,9 @@ extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_max_bf16_strip(co
 extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_max_bf16_seg(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_max_bf16_short(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_short<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 6) reduce_bw_min_bf16_flat(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
 }
@@ -74,6 +83,9 @@ extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_min_bf16_strip(co
 }
 extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_min_bf16_seg(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_min_bf16_short(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_short<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 5) reduce_bw_prod_bf16_flat(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__nv_bfloat16, RedProd>(x, y, dy, dx, ws, L);
@@ -99,6 +111,9 @@ extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_prod_bf16_strip(c
 extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_prod_bf16_seg(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<__nv_bfloat16, RedProd>(x, y, dy, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_prod_bf16_short(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_short<__nv_bfloat16, RedProd>(x, y, dy, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_norm2_bf16_flat(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__nv_bfloat16, RedNorm2>(x, y, dy, dx, ws, L);
 }
@@ -111,6 +126,9 @@ extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_norm2_bf16_col(co
 extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_norm2_bf16_seg(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<__nv_bfloat16, RedNorm2>(x, y, dy, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_norm2_bf16_short(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_short<__nv_bfloat16, RedNorm2>(x, y, dy, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_logsumexp_bf16_flat(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__nv_bfloat16, RedLogSumExp>(x, y, dy, dx, ws, L);
 }
@@ -122,6 +140,9 @@ extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_logsumexp_bf16_co
 }
 extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_logsumexp_bf16_seg(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<__nv_bfloat16, RedLogSumExp>(x, y, dy, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_logsumexp_bf16_short(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_short<__nv_bfloat16, RedLogSumExp>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_var_bf16_flat(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__nv_bfloat16, RedVar>(x, y, dy, dx, ws, L);
@@ -147,6 +168,9 @@ extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_var_bf16_strip(co
 extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_var_bf16_seg(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<__nv_bfloat16, RedVar>(x, y, dy, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_var_bf16_short(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_short<__nv_bfloat16, RedVar>(x, y, dy, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_std_bf16_flat(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__nv_bfloat16, RedStd>(x, y, dy, dx, ws, L);
 }
@@ -170,4 +194,7 @@ extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_std_bf16_strip(co
 }
 extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_std_bf16_seg(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<__nv_bfloat16, RedStd>(x, y, dy, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_std_bf16_short(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_short<__nv_bfloat16, RedStd>(x, y, dy, dx, ws, L);
 }
