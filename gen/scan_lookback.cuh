@@ -206,19 +206,6 @@ template <> struct ScanChain<false> {
 // whichever tile the walk stops at. Not inlined: inlined, its registers
 // add to the whole kernel's (the row kernels of cummax and cummin run at
 // lower occupancy).
-//
-// With keep (and in warp 0 of the block: the buffer is the block's) a
-// step reads a tile's incl and agg at once (Src::probe2, one memory
-// latency where the incl-then-agg probe takes two) and keeps each lane's
-// agg of the first SCAN_LB_WINDOWS windows in shared memory, so the fold
-// reads the maps the walk saw rather than loading them again: only the
-// tiles farther back than those windows come from the workspace, first,
-// as they come first in ascending order. The values and their order are
-// the same either way. Without keep (BARACUDA_SCAN_LB=old, the ScanLayout
-// field lb_old) the walk probes incl, then agg, and the fold loads every
-// map again.
-#define SCAN_LB_WINDOWS 16
-#define SCAN_LB_BATCH 4
 template <typename A> __device__ __forceinline__ A shfl_slot(A v, int src);
 template <> __device__ __forceinline__ float shfl_slot(float v, int src) { return __shfl_sync(0xffffffffu, v, src); }
 template <> __device__ __forceinline__ Aff<float> shfl_slot(Aff<float> v, int src) {
@@ -226,31 +213,19 @@ template <> __device__ __forceinline__ Aff<float> shfl_slot(Aff<float> v, int sr
 }
 
 template <int G, typename Src, typename A, typename M, typename F>
-__device__ __noinline__ M window_chain(const Src src, i64 c, i64 chunks, bool has, A tot, M v0, F fold,
-		bool keep = true) {
-	__shared__ A s_win[SCAN_LB_WINDOWS][32];
+__device__ __noinline__ M window_chain(const Src src, i64 c, i64 chunks, bool has, A tot, M v0, F fold) {
 	const int lane = threadIdx.x & 31, j = lane & (G - 1), g0 = lane - j;
-	keep = keep && threadIdx.x < 32;
 	const unsigned gbits = G == 32 ? 0xffffffffu : ((1u << G) - 1u) << g0;
 	const bool last = c + 1 == chunks;  // nobody reads the last tile
 	if (has && j == 0 && c > 0 && !last) src.put_agg(c, tot);
 	i64 top = c - 1, d0 = -1;
 	M v = v0;
 	bool walking = has && c > 0;
-	int w = 0;  // the window of top: tiles c-1-w*G-j
 	while (__any_sync(0xffffffffu, walking)) {
 		const i64 d = top - j;
 		int st = 2;  // before the first tile: the start, v0
 		M lv = v0;
-		if (walking && d >= 0) {
-			if (keep) {
-				A la;
-				st = src.probe2(d, lv, la);
-				if (w < SCAN_LB_WINDOWS) s_win[w][lane] = la;
-			} else {
-				st = src.probe(d, lv);
-			}
-		}
+		if (walking && d >= 0) st = src.probe(d, lv);
 		const unsigned two = __ballot_sync(0xffffffffu, walking && st == 2) & gbits;
 		const unsigned none = __ballot_sync(0xffffffffu, walking && st == 0) & gbits;
 		const int at = two ? __ffs(two) - 1 : lane;  // the group's nearest tile with its incl
@@ -264,42 +239,23 @@ __device__ __noinline__ M window_chain(const Src src, i64 c, i64 chunks, bool ha
 				walking = false;
 			} else {
 				top -= G;
-				++w;
 			}
 		} else if (walking) {
 			__nanosleep(32);
 		}
 	}
-	__syncwarp();
-	// Tiles [d0+1, c): those below ekeep from the workspace, G a step,
-	// then the kept ones (tile e in window (c-1-e)/G, lane g0 + (c-1-e)%G).
-	const i64 ekeep = keep ? c - (i64)SCAN_LB_WINDOWS * G : c;
-	const i64 e1 = d0 + 1 > ekeep ? d0 + 1 : ekeep;
 	i64 e0 = d0 + 1;
-	bool folding = has && e0 < ekeep;
+	bool folding = has && e0 < c;
 	while (__any_sync(0xffffffffu, folding)) {
 		A av = A();
-		if (folding && e0 + j < ekeep) av = src.agg(e0 + j);
+		if (folding && e0 + j < c) av = src.agg(e0 + j);
 #pragma unroll
 		for (int t = 0; t < G; ++t) {
 			const A a = shfl_slot(av, g0 + t);
-			if (folding && e0 + t < ekeep) v = fold(a, v);
+			if (folding && e0 + t < c) v = fold(a, v);
 		}
 		e0 += G;
-		folding = folding && e0 < ekeep;
-	}
-	// The kept maps SCAN_LB_BATCH at a time, read before they are folded,
-	// so that the reads overlap rather than each waiting for the last fold.
-	for (i64 e = has ? e1 : c; e < c; e += SCAN_LB_BATCH) {
-		A b[SCAN_LB_BATCH];
-#pragma unroll
-		for (int t = 0; t < SCAN_LB_BATCH; ++t) {
-			const int r = (int)(c - 1 - e) - t;
-			if (r >= 0) b[t] = s_win[r / G][g0 + r % G];
-		}
-#pragma unroll
-		for (int t = 0; t < SCAN_LB_BATCH; ++t)
-			if (e + t < c) v = fold(b[t], v);
+		folding = folding && e0 < c;
 	}
 	if (has && j == 0 && !last) src.put_incl(c, tot, fold(tot, v));
 	return v;
@@ -315,14 +271,6 @@ template <typename A, typename M> struct SlotSrc {
 		if (slot_ld(incls + d * ns, iv)) return 2;
 		A av;
 		return d > 0 && slot_ld(aggs + d * ns, av) ? 1 : 0;  // tile 0 publishes incl alone
-	}
-	// probe2 is probe with both slots read at once (each is its own
-	// flag, so their order does not matter), the map in av.
-	__device__ int probe2(i64 d, M& iv, A& av) const {
-		const bool hi = slot_ld(incls + d * ns, iv);
-		const bool ha = slot_ld(aggs + d * ns, av);
-		if (hi) return 2;
-		return d > 0 && ha ? 1 : 0;
 	}
 	__device__ A agg(i64 d) const {
 		A av;
@@ -346,7 +294,7 @@ template <> struct ChainPick<true> {
 	template <int G, typename A, typename M, typename F>
 	static __device__ __forceinline__ M run(unsigned*, A* agg, M* incl, const ScanLayout& L, i64 c, bool has, A tot,
 			M v0, F fold) {
-		return window_chain<G>(SlotSrc<A, M>{agg, incl, L.nslices}, c, L.chunks, has, tot, v0, fold, L.lb_old == 0);
+		return window_chain<G>(SlotSrc<A, M>{agg, incl, L.nslices}, c, L.chunks, has, tot, v0, fold);
 	}
 };
 
@@ -409,16 +357,6 @@ struct PackedSrc {
 		}
 		return (unsigned)b != SCAN_NONE ? 1 : 0;
 	}
-	// probe2: the same load, the map in av.
-	__device__ int probe2(i64 d, float& iv, float& av) const {
-		const unsigned long long b = pslot_ld(slot + d * ns);
-		av = __uint_as_float((unsigned)b);
-		if ((unsigned)(b >> 32) != SCAN_NONE) {
-			iv = __uint_as_float((unsigned)(b >> 32));
-			return 2;
-		}
-		return (unsigned)b != SCAN_NONE ? 1 : 0;
-	}
 	__device__ float agg(i64 d) const { return __uint_as_float((unsigned)pslot_ld(slot + d * ns)); }
 	__device__ void put_agg(i64 c, float u) const { pslot_st(slot + c * ns, u, 0.f, false); }
 	__device__ void put_incl(i64 c, float u, float v) const { pslot_st(slot + c * ns, u, v, true); }
@@ -432,8 +370,7 @@ template <> struct Lookback<true> {
 	static __device__ __forceinline__ M run(unsigned char* ws, const ScanLayout& L, i64 c, i64, i64 s, bool has,
 			Aff<M> tot) {
 		unsigned long long* slot = reinterpret_cast<unsigned long long*>(ws + L.ws_agg) + s;
-		if (G > 1)
-			return window_chain<G>(PackedSrc{slot, L.nslices}, c, L.chunks, has, tot.u, 0.f, PackedFold(), L.lb_old == 0);
+		if (G > 1) return window_chain<G>(PackedSrc{slot, L.nslices}, c, L.chunks, has, tot.u, 0.f, PackedFold());
 		float v = 0.f;
 		if (!has) return v;
 		const bool last = c + 1 == L.chunks;  // nobody reads the last tile

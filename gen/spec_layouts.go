@@ -194,6 +194,6 @@ var layouts = []Layout{
 					"(0: the row mapping's forward-state passes fill it).",
 				}},
 			{Type: "int", C: "fillers", Go: "fillers"},
-			{Type: "int", C: "lb_old", Go: "lbOld", Comment: "row look-back: 1 loads the walked maps again (BARACUDA_SCAN_LB=old)"},
+			{Type: "int", C: "pad_", Go: "_"},
 		}},
 }

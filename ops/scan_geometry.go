@@ -90,7 +90,6 @@ type scanGeom struct {
 	fillers int64  // chunked, no forward-state passes: fill blocks, the first tickets (gen/scan_lookback.cuh, scan_take)
 	tmagic  uint64 // chunked col: divMagic of the units (the tickets of a tile row)
 	tshift  int32
-	lbOld   bool // row: the look-back's old form (scanLBEnv)
 	ws      scanWorkspace
 	// pair is the colpair kernel's geometry, which Run takes where the
 	// device has the kernel and the operands allow words (pairLayout):
@@ -163,15 +162,6 @@ func scanAlign16(v int64) int64 { return (v + 15) &^ 15 }
 // mappings on short rows); users leave it unset.
 const scanRowMinEnv = "BARACUDA_SCAN_ROWMIN"
 
-// scanLBEnv, read when a plan is made, set to "old" makes the row
-// mapping's look-back probe a tile's value and then its map, and load the
-// walked maps again for the fold, rather than read both at once and fold
-// the maps it kept in shared memory (gen/scan_lookback.cuh, window_chain;
-// the same values in the same order either way). It is a kernel
-// developer's knob (to time one form against the other); users leave it
-// unset.
-const scanLBEnv = "BARACUDA_SCAN_LB"
-
 // newScanGeom computes the geometry of a non-empty tensor.
 func newScanGeom(op ScanOp, dt dtype.DType, shape []int, axis int, elems int64) scanGeom {
 	rowN, colN := scanItems(op, dt)
@@ -183,7 +173,6 @@ func newScanGeom(op ScanOp, dt dtype.DType, shape []int, axis int, elems int64) 
 	}
 	if numel(shape[axis+1:]) == 1 && g.n > rowMin {
 		g.row = true
-		g.lbOld = os.Getenv(scanLBEnv) == "old"
 		g.split = 32
 		for g.split < scanBlock && int64(g.split)*rowN < g.n {
 			g.split *= 2

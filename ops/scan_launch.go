@@ -70,10 +70,7 @@ func (L *scanLayout) setGeom(g *scanGeom) {
 	L.split, L.items, L.phase = g.split, g.items, scanMain
 	L.wsFlags, L.wsAgg, L.wsIncl, L.wsFwd, L.wsFix, L.wsUnitFlag = g.ws.flags, g.ws.agg, g.ws.incl, g.ws.fwd, g.ws.fix, g.ws.unitFlag
 	L.tmagic, L.tshift, L.lsplit = g.tmagic, g.tshift, int32(bits.TrailingZeros32(uint32(g.split)))
-	L.fillers, L.wsFill, L.lbOld = int32(g.fillers), 0, 0
-	if g.lbOld {
-		L.lbOld = 1
-	}
+	L.fillers, L.wsFill = int32(g.fillers), 0
 	if g.fillers > 0 {
 		L.wsFill = g.ws.zero
 	}

@@ -199,33 +199,3 @@ func TestScanStripFills(t *testing.T) {
 		}
 	}
 }
-
-// TestScanLBKnob: BARACUDA_SCAN_LB=old, read when a plan is made, sets
-// lb_old in the row mapping's layout; unset or any other value leaves it 0,
-// and the col mapping never sets it.
-func TestScanLBKnob(t *testing.T) {
-	lb := func(env string, shape []int, axis int) int32 {
-		t.Helper()
-		t.Setenv(scanLBEnv, env)
-		p, err := NewScanBackward(ScanDesc{Op: ScanCumsum, DType: dtype.F32, Shape: shape, Axis: axis})
-		if err != nil {
-			t.Fatal(err)
-		}
-		sa := scanArgs(p)
-		var L scanLayout
-		p.layout(&sa, &L, &p.geom)
-		return L.lbOld
-	}
-	row, col := []int{2, 1 << 20}, []int{1 << 20, 2}
-	if v := lb("old", row, 1); v != 1 {
-		t.Errorf("row, old: lb_old %d, want 1", v)
-	}
-	for _, env := range []string{"", "new", "x"} {
-		if v := lb(env, row, 1); v != 0 {
-			t.Errorf("row, %q: lb_old %d, want 0", env, v)
-		}
-	}
-	if v := lb("old", col, 0); v != 0 {
-		t.Errorf("col, old: lb_old %d, want 0", v)
-	}
-}

@@ -136,5 +136,5 @@ type scanLayout struct {
 	// (0: the row mapping's forward-state passes fill it).
 	wsFill  int64
 	fillers int32
-	lbOld   int32 // row look-back: 1 loads the walked maps again (BARACUDA_SCAN_LB=old)
+	_       int32
 }
