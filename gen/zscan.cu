@@ -80,7 +80,7 @@ extern "C" __global__ void __launch_bounds__(256) scan_bw_cummax_f32_row(const f
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cummax_f32_col(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<float, CummaxBw>(dy, x, y, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 2) scan_bw_cummax_f32_tall(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 1) scan_bw_cummax_f32_tall(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<float, CummaxBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cummax_f16_row(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
@@ -89,7 +89,7 @@ extern "C" __global__ void __launch_bounds__(256) scan_bw_cummax_f16_row(const _
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cummax_f16_col(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<__half, CummaxBw>(dy, x, y, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 2) scan_bw_cummax_f16_tall(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 1) scan_bw_cummax_f16_tall(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<__half, CummaxBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cummax_bf16_row(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
@@ -98,7 +98,7 @@ extern "C" __global__ void __launch_bounds__(256) scan_bw_cummax_bf16_row(const 
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cummax_bf16_col(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<__nv_bfloat16, CummaxBw>(dy, x, y, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 2) scan_bw_cummax_bf16_tall(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 1) scan_bw_cummax_bf16_tall(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<__nv_bfloat16, CummaxBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cummax_f64_row(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
@@ -107,7 +107,7 @@ extern "C" __global__ void __launch_bounds__(256) scan_bw_cummax_f64_row(const d
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cummax_f64_col(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<double, CummaxBw>(dy, x, y, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 2) scan_bw_cummax_f64_tall(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 1) scan_bw_cummax_f64_tall(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<double, CummaxBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cummin_f32_row(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
@@ -116,7 +116,7 @@ extern "C" __global__ void __launch_bounds__(256) scan_bw_cummin_f32_row(const f
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cummin_f32_col(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<float, CumminBw>(dy, x, y, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 2) scan_bw_cummin_f32_tall(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 1) scan_bw_cummin_f32_tall(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<float, CumminBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cummin_f16_row(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
@@ -125,7 +125,7 @@ extern "C" __global__ void __launch_bounds__(256) scan_bw_cummin_f16_row(const _
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cummin_f16_col(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<__half, CumminBw>(dy, x, y, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 2) scan_bw_cummin_f16_tall(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 1) scan_bw_cummin_f16_tall(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<__half, CumminBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cummin_bf16_row(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
@@ -134,7 +134,7 @@ extern "C" __global__ void __launch_bounds__(256) scan_bw_cummin_bf16_row(const 
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cummin_bf16_col(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<__nv_bfloat16, CumminBw>(dy, x, y, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 2) scan_bw_cummin_bf16_tall(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 1) scan_bw_cummin_bf16_tall(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<__nv_bfloat16, CumminBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cummin_f64_row(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
@@ -143,7 +143,7 @@ extern "C" __global__ void __launch_bounds__(256) scan_bw_cummin_f64_row(const d
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cummin_f64_col(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<double, CumminBw>(dy, x, y, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 2) scan_bw_cummin_f64_tall(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 1) scan_bw_cummin_f64_tall(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<double, CumminBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256) scan_bw_logcumsumexp_f32_row(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
