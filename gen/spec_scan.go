@@ -56,7 +56,9 @@ var scanFamily = Family{
 		// inner extent (2..16), a block per tile of rows through shared
 		// memory (ops/scan_tall.go, gen/scan_tall.cuh).
 		// Two blocks per SM at least (128 registers): ptxas's own register
-		// choice spills some of its kernels.
-		{Name: "tall", Template: "scan_backward_tall", MinBlocks: 2},
+		// choice spills some of its kernels; cummax and cummin keep one
+		// (their 16-bit kernels spill at 128 registers for sm_70).
+		{Name: "tall", Template: "scan_backward_tall", MinBlocks: 2,
+			OpMinBlocks: map[string]int{"cummax": 1, "cummin": 1}},
 	},
 }

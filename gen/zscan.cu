@@ -8,9 +8,6 @@ extern "C" __global__ void __launch_bounds__(256) scan_bw_cumsum_f32_row(const f
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cumsum_f32_col(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<float, CumsumBw>(dy, x, y, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_cumsum_f32_short(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
-	scan_backward_short<float, CumsumBw>(dy, x, y, dx, ws, L);
-}
 extern "C" __global__ void __launch_bounds__(256, 2) scan_bw_cumsum_f32_tall(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<float, CumsumBw>(dy, x, y, dx, ws, L);
 }
@@ -19,9 +16,6 @@ extern "C" __global__ void __launch_bounds__(256) scan_bw_cumsum_f16_row(const _
 }
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cumsum_f16_col(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<__half, CumsumBw>(dy, x, y, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_cumsum_f16_short(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
-	scan_backward_short<__half, CumsumBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 2) scan_bw_cumsum_f16_tall(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<__half, CumsumBw>(dy, x, y, dx, ws, L);
@@ -32,9 +26,6 @@ extern "C" __global__ void __launch_bounds__(256) scan_bw_cumsum_bf16_row(const 
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cumsum_bf16_col(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<__nv_bfloat16, CumsumBw>(dy, x, y, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_cumsum_bf16_short(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
-	scan_backward_short<__nv_bfloat16, CumsumBw>(dy, x, y, dx, ws, L);
-}
 extern "C" __global__ void __launch_bounds__(256, 2) scan_bw_cumsum_bf16_tall(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<__nv_bfloat16, CumsumBw>(dy, x, y, dx, ws, L);
 }
@@ -43,9 +34,6 @@ extern "C" __global__ void __launch_bounds__(256) scan_bw_cumsum_f64_row(const d
 }
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cumsum_f64_col(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<double, CumsumBw>(dy, x, y, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_cumsum_f64_short(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
-	scan_backward_short<double, CumsumBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 2) scan_bw_cumsum_f64_tall(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<double, CumsumBw>(dy, x, y, dx, ws, L);
@@ -56,9 +44,6 @@ extern "C" __global__ void __launch_bounds__(256) scan_bw_cumprod_f32_row(const 
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cumprod_f32_col(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<float, CumprodBw>(dy, x, y, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_cumprod_f32_short(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
-	scan_backward_short<float, CumprodBw>(dy, x, y, dx, ws, L);
-}
 extern "C" __global__ void __launch_bounds__(256, 2) scan_bw_cumprod_f32_tall(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<float, CumprodBw>(dy, x, y, dx, ws, L);
 }
@@ -67,9 +52,6 @@ extern "C" __global__ void __launch_bounds__(256) scan_bw_cumprod_f16_row(const 
 }
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cumprod_f16_col(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<__half, CumprodBw>(dy, x, y, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_cumprod_f16_short(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
-	scan_backward_short<__half, CumprodBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 2) scan_bw_cumprod_f16_tall(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<__half, CumprodBw>(dy, x, y, dx, ws, L);
@@ -80,9 +62,6 @@ extern "C" __global__ void __launch_bounds__(256) scan_bw_cumprod_bf16_row(const
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cumprod_bf16_col(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<__nv_bfloat16, CumprodBw>(dy, x, y, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_cumprod_bf16_short(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
-	scan_backward_short<__nv_bfloat16, CumprodBw>(dy, x, y, dx, ws, L);
-}
 extern "C" __global__ void __launch_bounds__(256, 2) scan_bw_cumprod_bf16_tall(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<__nv_bfloat16, CumprodBw>(dy, x, y, dx, ws, L);
 }
@@ -91,9 +70,6 @@ extern "C" __global__ void __launch_bounds__(256) scan_bw_cumprod_f64_row(const 
 }
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cumprod_f64_col(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<double, CumprodBw>(dy, x, y, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_cumprod_f64_short(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
-	scan_backward_short<double, CumprodBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 2) scan_bw_cumprod_f64_tall(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<double, CumprodBw>(dy, x, y, dx, ws, L);
@@ -104,10 +80,7 @@ extern "C" __global__ void __launch_bounds__(256) scan_bw_cummax_f32_row(const f
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cummax_f32_col(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<float, CummaxBw>(dy, x, y, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_cummax_f32_short(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
-	scan_backward_short<float, CummaxBw>(dy, x, y, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 2) scan_bw_cummax_f32_tall(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 1) scan_bw_cummax_f32_tall(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<float, CummaxBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cummax_f16_row(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
@@ -116,10 +89,7 @@ extern "C" __global__ void __launch_bounds__(256) scan_bw_cummax_f16_row(const _
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cummax_f16_col(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<__half, CummaxBw>(dy, x, y, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_cummax_f16_short(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
-	scan_backward_short<__half, CummaxBw>(dy, x, y, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 2) scan_bw_cummax_f16_tall(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 1) scan_bw_cummax_f16_tall(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<__half, CummaxBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cummax_bf16_row(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
@@ -128,10 +98,7 @@ extern "C" __global__ void __launch_bounds__(256) scan_bw_cummax_bf16_row(const 
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cummax_bf16_col(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<__nv_bfloat16, CummaxBw>(dy, x, y, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_cummax_bf16_short(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
-	scan_backward_short<__nv_bfloat16, CummaxBw>(dy, x, y, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 2) scan_bw_cummax_bf16_tall(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 1) scan_bw_cummax_bf16_tall(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<__nv_bfloat16, CummaxBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cummax_f64_row(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
@@ -140,10 +107,7 @@ extern "C" __global__ void __launch_bounds__(256) scan_bw_cummax_f64_row(const d
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cummax_f64_col(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<double, CummaxBw>(dy, x, y, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_cummax_f64_short(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
-	scan_backward_short<double, CummaxBw>(dy, x, y, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 2) scan_bw_cummax_f64_tall(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 1) scan_bw_cummax_f64_tall(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<double, CummaxBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cummin_f32_row(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
@@ -152,10 +116,7 @@ extern "C" __global__ void __launch_bounds__(256) scan_bw_cummin_f32_row(const f
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cummin_f32_col(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<float, CumminBw>(dy, x, y, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_cummin_f32_short(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
-	scan_backward_short<float, CumminBw>(dy, x, y, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 2) scan_bw_cummin_f32_tall(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 1) scan_bw_cummin_f32_tall(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<float, CumminBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cummin_f16_row(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
@@ -164,10 +125,7 @@ extern "C" __global__ void __launch_bounds__(256) scan_bw_cummin_f16_row(const _
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cummin_f16_col(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<__half, CumminBw>(dy, x, y, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_cummin_f16_short(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
-	scan_backward_short<__half, CumminBw>(dy, x, y, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 2) scan_bw_cummin_f16_tall(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 1) scan_bw_cummin_f16_tall(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<__half, CumminBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cummin_bf16_row(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
@@ -176,10 +134,7 @@ extern "C" __global__ void __launch_bounds__(256) scan_bw_cummin_bf16_row(const 
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cummin_bf16_col(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<__nv_bfloat16, CumminBw>(dy, x, y, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_cummin_bf16_short(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
-	scan_backward_short<__nv_bfloat16, CumminBw>(dy, x, y, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 2) scan_bw_cummin_bf16_tall(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 1) scan_bw_cummin_bf16_tall(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<__nv_bfloat16, CumminBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cummin_f64_row(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
@@ -188,10 +143,7 @@ extern "C" __global__ void __launch_bounds__(256) scan_bw_cummin_f64_row(const d
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cummin_f64_col(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<double, CumminBw>(dy, x, y, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_cummin_f64_short(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
-	scan_backward_short<double, CumminBw>(dy, x, y, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 2) scan_bw_cummin_f64_tall(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 1) scan_bw_cummin_f64_tall(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<double, CumminBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256) scan_bw_logcumsumexp_f32_row(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
@@ -199,9 +151,6 @@ extern "C" __global__ void __launch_bounds__(256) scan_bw_logcumsumexp_f32_row(c
 }
 extern "C" __global__ void __launch_bounds__(256) scan_bw_logcumsumexp_f32_col(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<float, LogcumsumexpBw>(dy, x, y, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_logcumsumexp_f32_short(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
-	scan_backward_short<float, LogcumsumexpBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 2) scan_bw_logcumsumexp_f32_tall(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<float, LogcumsumexpBw>(dy, x, y, dx, ws, L);
@@ -212,9 +161,6 @@ extern "C" __global__ void __launch_bounds__(256) scan_bw_logcumsumexp_f16_row(c
 extern "C" __global__ void __launch_bounds__(256) scan_bw_logcumsumexp_f16_col(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<__half, LogcumsumexpBw>(dy, x, y, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_logcumsumexp_f16_short(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
-	scan_backward_short<__half, LogcumsumexpBw>(dy, x, y, dx, ws, L);
-}
 extern "C" __global__ void __launch_bounds__(256, 2) scan_bw_logcumsumexp_f16_tall(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<__half, LogcumsumexpBw>(dy, x, y, dx, ws, L);
 }
@@ -224,9 +170,6 @@ extern "C" __global__ void __launch_bounds__(256) scan_bw_logcumsumexp_bf16_row(
 extern "C" __global__ void __launch_bounds__(256) scan_bw_logcumsumexp_bf16_col(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<__nv_bfloat16, LogcumsumexpBw>(dy, x, y, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_logcumsumexp_bf16_short(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
-	scan_backward_short<__nv_bfloat16, LogcumsumexpBw>(dy, x, y, dx, ws, L);
-}
 extern "C" __global__ void __launch_bounds__(256, 2) scan_bw_logcumsumexp_bf16_tall(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<__nv_bfloat16, LogcumsumexpBw>(dy, x, y, dx, ws, L);
 }
@@ -235,9 +178,6 @@ extern "C" __global__ void __launch_bounds__(256) scan_bw_logcumsumexp_f64_row(c
 }
 extern "C" __global__ void __launch_bounds__(256) scan_bw_logcumsumexp_f64_col(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<double, LogcumsumexpBw>(dy, x, y, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_logcumsumexp_f64_short(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
-	scan_backward_short<double, LogcumsumexpBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 2) scan_bw_logcumsumexp_f64_tall(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<double, LogcumsumexpBw>(dy, x, y, dx, ws, L);
