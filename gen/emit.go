@@ -144,6 +144,9 @@ func (f *Family) instantiations(bd Build) []byte {
 		if k.Variant.MinBlocks > 0 {
 			mb = k.Variant.MinBlocks
 		}
+		if v, ok := bd.VariantMinBlocks[f.Name+"/"+k.Variant.Name]; ok {
+			mb = v
+		}
 		if v, ok := k.Variant.OpMinBlocks[k.Op.Name]; ok {
 			mb = v
 		}

@@ -112,6 +112,9 @@ type Build struct {
 	// MinBlocks replaces a family's MinBlocks in this build (family name
 	// -> blocks), where a tighter register budget pays.
 	MinBlocks map[string]int
+	// VariantMinBlocks replaces a variant's MinBlocks in this build
+	// ("family/variant" -> blocks); a variant's OpMinBlocks still wins.
+	VariantMinBlocks map[string]int
 	// SpillBytes is the most bytes of register spill stores that one
 	// kernel of a family's module may have in this build (family name ->
 	// bytes); ptx:verify fails anything above it, and every other module
@@ -132,8 +135,14 @@ var builds = []Build{
 	// and cummin, the row kernels of cummax and cummin) and are still faster
 	// than at two blocks; docs/variants.md ("Module builds") gives the
 	// figures.
+	//
+	// The bf16 broadcasting tile kernels run at four blocks per SM (64
+	// registers, at most 36 bytes of spill stores) where the base build's
+	// three leave the SMs short of loads in flight (docs/variants.md,
+	// "Module builds").
 	{Suffix: "_sm80", Arch: "compute_80", MinMajor: 8, DTypes: []dtype.DType{dtype.BF16}, Verify: []string{"sm_80", "sm_90"},
-		MinBlocks: map[string]int{"reduce": 3, "scan": 3}, SpillBytes: map[string]int{"scan": 224}},
+		MinBlocks: map[string]int{"reduce": 3, "scan": 3}, VariantMinBlocks: map[string]int{"bcast/tile": 4},
+		SpillBytes: map[string]int{"scan": 224, "bcast": 40}},
 	// compute_80 for the f16 kernels of the scan family's colstrip variant
 	// (cp.async), which the base build cannot hold; every other f16 kernel
 	// keeps the base build.

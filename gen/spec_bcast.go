@@ -18,7 +18,8 @@ var bcastFamily = Family{
 	// ptxas 11.8 squeezes some kernels (div, pow, hypot) to 64 or 80
 	// registers with spills. The tile kernels ask for three (80 registers
 	// at most), which every op but pow meets without spills: mul takes 64
-	// in f32 (four blocks an SM) and 72 in bf16 (three). pow's tile kernel
+	// in f32 (four blocks an SM) and 72 in bf16 (three; the _sm80 build asks
+	// for four, see builds in spec.go). pow's tile kernel
 	// needs up to 106 and keeps one.
 	MinBlocks: 1,
 	Params: []Param{

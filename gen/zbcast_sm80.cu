@@ -3,37 +3,37 @@
 
 #include "bcast.cuh"
 
-extern "C" __global__ void __launch_bounds__(256, 3) bcast_bw_add_bf16_tile(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ a, const __nv_bfloat16* __restrict__ b, __nv_bfloat16* __restrict__ da, __nv_bfloat16* __restrict__ db, void* __restrict__ ws, double scalar, BcastLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 4) bcast_bw_add_bf16_tile(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ a, const __nv_bfloat16* __restrict__ b, __nv_bfloat16* __restrict__ da, __nv_bfloat16* __restrict__ db, void* __restrict__ ws, double scalar, BcastLayout L) {
 	bcast_tile_kernel<__nv_bfloat16, AddBw>(dy, a, b, da, db, ws, scalar, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) bcast_bw_add_bf16_gen(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ a, const __nv_bfloat16* __restrict__ b, __nv_bfloat16* __restrict__ da, __nv_bfloat16* __restrict__ db, void* __restrict__ ws, double scalar, BcastLayout L) {
 	bcast_gen_kernel<__nv_bfloat16, AddBw>(dy, a, b, da, db, ws, scalar, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 3) bcast_bw_sub_bf16_tile(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ a, const __nv_bfloat16* __restrict__ b, __nv_bfloat16* __restrict__ da, __nv_bfloat16* __restrict__ db, void* __restrict__ ws, double scalar, BcastLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 4) bcast_bw_sub_bf16_tile(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ a, const __nv_bfloat16* __restrict__ b, __nv_bfloat16* __restrict__ da, __nv_bfloat16* __restrict__ db, void* __restrict__ ws, double scalar, BcastLayout L) {
 	bcast_tile_kernel<__nv_bfloat16, SubBw>(dy, a, b, da, db, ws, scalar, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) bcast_bw_sub_bf16_gen(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ a, const __nv_bfloat16* __restrict__ b, __nv_bfloat16* __restrict__ da, __nv_bfloat16* __restrict__ db, void* __restrict__ ws, double scalar, BcastLayout L) {
 	bcast_gen_kernel<__nv_bfloat16, SubBw>(dy, a, b, da, db, ws, scalar, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 3) bcast_bw_mul_bf16_tile(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ a, const __nv_bfloat16* __restrict__ b, __nv_bfloat16* __restrict__ da, __nv_bfloat16* __restrict__ db, void* __restrict__ ws, double scalar, BcastLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 4) bcast_bw_mul_bf16_tile(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ a, const __nv_bfloat16* __restrict__ b, __nv_bfloat16* __restrict__ da, __nv_bfloat16* __restrict__ db, void* __restrict__ ws, double scalar, BcastLayout L) {
 	bcast_tile_kernel<__nv_bfloat16, MulBw>(dy, a, b, da, db, ws, scalar, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) bcast_bw_mul_bf16_gen(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ a, const __nv_bfloat16* __restrict__ b, __nv_bfloat16* __restrict__ da, __nv_bfloat16* __restrict__ db, void* __restrict__ ws, double scalar, BcastLayout L) {
 	bcast_gen_kernel<__nv_bfloat16, MulBw>(dy, a, b, da, db, ws, scalar, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 3) bcast_bw_div_bf16_tile(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ a, const __nv_bfloat16* __restrict__ b, __nv_bfloat16* __restrict__ da, __nv_bfloat16* __restrict__ db, void* __restrict__ ws, double scalar, BcastLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 4) bcast_bw_div_bf16_tile(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ a, const __nv_bfloat16* __restrict__ b, __nv_bfloat16* __restrict__ da, __nv_bfloat16* __restrict__ db, void* __restrict__ ws, double scalar, BcastLayout L) {
 	bcast_tile_kernel<__nv_bfloat16, DivBw>(dy, a, b, da, db, ws, scalar, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) bcast_bw_div_bf16_gen(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ a, const __nv_bfloat16* __restrict__ b, __nv_bfloat16* __restrict__ da, __nv_bfloat16* __restrict__ db, void* __restrict__ ws, double scalar, BcastLayout L) {
 	bcast_gen_kernel<__nv_bfloat16, DivBw>(dy, a, b, da, db, ws, scalar, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 3) bcast_bw_maximum_bf16_tile(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ a, const __nv_bfloat16* __restrict__ b, __nv_bfloat16* __restrict__ da, __nv_bfloat16* __restrict__ db, void* __restrict__ ws, double scalar, BcastLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 4) bcast_bw_maximum_bf16_tile(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ a, const __nv_bfloat16* __restrict__ b, __nv_bfloat16* __restrict__ da, __nv_bfloat16* __restrict__ db, void* __restrict__ ws, double scalar, BcastLayout L) {
 	bcast_tile_kernel<__nv_bfloat16, MaximumBw>(dy, a, b, da, db, ws, scalar, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) bcast_bw_maximum_bf16_gen(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ a, const __nv_bfloat16* __restrict__ b, __nv_bfloat16* __restrict__ da, __nv_bfloat16* __restrict__ db, void* __restrict__ ws, double scalar, BcastLayout L) {
 	bcast_gen_kernel<__nv_bfloat16, MaximumBw>(dy, a, b, da, db, ws, scalar, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 3) bcast_bw_minimum_bf16_tile(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ a, const __nv_bfloat16* __restrict__ b, __nv_bfloat16* __restrict__ da, __nv_bfloat16* __restrict__ db, void* __restrict__ ws, double scalar, BcastLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 4) bcast_bw_minimum_bf16_tile(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ a, const __nv_bfloat16* __restrict__ b, __nv_bfloat16* __restrict__ da, __nv_bfloat16* __restrict__ db, void* __restrict__ ws, double scalar, BcastLayout L) {
 	bcast_tile_kernel<__nv_bfloat16, MinimumBw>(dy, a, b, da, db, ws, scalar, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) bcast_bw_minimum_bf16_gen(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ a, const __nv_bfloat16* __restrict__ b, __nv_bfloat16* __restrict__ da, __nv_bfloat16* __restrict__ db, void* __restrict__ ws, double scalar, BcastLayout L) {
@@ -45,19 +45,19 @@ extern "C" __global__ void __launch_bounds__(256, 1) bcast_bw_pow_bf16_tile(cons
 extern "C" __global__ void __launch_bounds__(256, 1) bcast_bw_pow_bf16_gen(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ a, const __nv_bfloat16* __restrict__ b, __nv_bfloat16* __restrict__ da, __nv_bfloat16* __restrict__ db, void* __restrict__ ws, double scalar, BcastLayout L) {
 	bcast_gen_kernel<__nv_bfloat16, PowBw>(dy, a, b, da, db, ws, scalar, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 3) bcast_bw_atan2_bf16_tile(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ a, const __nv_bfloat16* __restrict__ b, __nv_bfloat16* __restrict__ da, __nv_bfloat16* __restrict__ db, void* __restrict__ ws, double scalar, BcastLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 4) bcast_bw_atan2_bf16_tile(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ a, const __nv_bfloat16* __restrict__ b, __nv_bfloat16* __restrict__ da, __nv_bfloat16* __restrict__ db, void* __restrict__ ws, double scalar, BcastLayout L) {
 	bcast_tile_kernel<__nv_bfloat16, Atan2Bw>(dy, a, b, da, db, ws, scalar, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) bcast_bw_atan2_bf16_gen(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ a, const __nv_bfloat16* __restrict__ b, __nv_bfloat16* __restrict__ da, __nv_bfloat16* __restrict__ db, void* __restrict__ ws, double scalar, BcastLayout L) {
 	bcast_gen_kernel<__nv_bfloat16, Atan2Bw>(dy, a, b, da, db, ws, scalar, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 3) bcast_bw_hypot_bf16_tile(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ a, const __nv_bfloat16* __restrict__ b, __nv_bfloat16* __restrict__ da, __nv_bfloat16* __restrict__ db, void* __restrict__ ws, double scalar, BcastLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 4) bcast_bw_hypot_bf16_tile(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ a, const __nv_bfloat16* __restrict__ b, __nv_bfloat16* __restrict__ da, __nv_bfloat16* __restrict__ db, void* __restrict__ ws, double scalar, BcastLayout L) {
 	bcast_tile_kernel<__nv_bfloat16, HypotBw>(dy, a, b, da, db, ws, scalar, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) bcast_bw_hypot_bf16_gen(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ a, const __nv_bfloat16* __restrict__ b, __nv_bfloat16* __restrict__ da, __nv_bfloat16* __restrict__ db, void* __restrict__ ws, double scalar, BcastLayout L) {
 	bcast_gen_kernel<__nv_bfloat16, HypotBw>(dy, a, b, da, db, ws, scalar, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 3) bcast_bw_lerp_bf16_tile(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ a, const __nv_bfloat16* __restrict__ b, __nv_bfloat16* __restrict__ da, __nv_bfloat16* __restrict__ db, void* __restrict__ ws, double scalar, BcastLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 4) bcast_bw_lerp_bf16_tile(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ a, const __nv_bfloat16* __restrict__ b, __nv_bfloat16* __restrict__ da, __nv_bfloat16* __restrict__ db, void* __restrict__ ws, double scalar, BcastLayout L) {
 	bcast_tile_kernel<__nv_bfloat16, LerpBw>(dy, a, b, da, db, ws, scalar, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) bcast_bw_lerp_bf16_gen(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ a, const __nv_bfloat16* __restrict__ b, __nv_bfloat16* __restrict__ da, __nv_bfloat16* __restrict__ db, void* __restrict__ ws, double scalar, BcastLayout L) {

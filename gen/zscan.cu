@@ -8,6 +8,9 @@ extern "C" __global__ void __launch_bounds__(256) scan_bw_cumsum_f32_row(const f
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cumsum_f32_col(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<float, CumsumBw>(dy, x, y, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_cumsum_f32_short(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+	scan_backward_short<float, CumsumBw>(dy, x, y, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 2) scan_bw_cumsum_f32_tall(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<float, CumsumBw>(dy, x, y, dx, ws, L);
 }
@@ -16,6 +19,9 @@ extern "C" __global__ void __launch_bounds__(256) scan_bw_cumsum_f16_row(const _
 }
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cumsum_f16_col(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<__half, CumsumBw>(dy, x, y, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_cumsum_f16_short(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+	scan_backward_short<__half, CumsumBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 2) scan_bw_cumsum_f16_tall(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<__half, CumsumBw>(dy, x, y, dx, ws, L);
@@ -26,6 +32,9 @@ extern "C" __global__ void __launch_bounds__(256) scan_bw_cumsum_bf16_row(const 
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cumsum_bf16_col(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<__nv_bfloat16, CumsumBw>(dy, x, y, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_cumsum_bf16_short(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+	scan_backward_short<__nv_bfloat16, CumsumBw>(dy, x, y, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 2) scan_bw_cumsum_bf16_tall(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<__nv_bfloat16, CumsumBw>(dy, x, y, dx, ws, L);
 }
@@ -34,6 +43,9 @@ extern "C" __global__ void __launch_bounds__(256) scan_bw_cumsum_f64_row(const d
 }
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cumsum_f64_col(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<double, CumsumBw>(dy, x, y, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_cumsum_f64_short(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+	scan_backward_short<double, CumsumBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 2) scan_bw_cumsum_f64_tall(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<double, CumsumBw>(dy, x, y, dx, ws, L);
@@ -44,6 +56,9 @@ extern "C" __global__ void __launch_bounds__(256) scan_bw_cumprod_f32_row(const 
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cumprod_f32_col(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<float, CumprodBw>(dy, x, y, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_cumprod_f32_short(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+	scan_backward_short<float, CumprodBw>(dy, x, y, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 2) scan_bw_cumprod_f32_tall(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<float, CumprodBw>(dy, x, y, dx, ws, L);
 }
@@ -52,6 +67,9 @@ extern "C" __global__ void __launch_bounds__(256) scan_bw_cumprod_f16_row(const 
 }
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cumprod_f16_col(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<__half, CumprodBw>(dy, x, y, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_cumprod_f16_short(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+	scan_backward_short<__half, CumprodBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 2) scan_bw_cumprod_f16_tall(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<__half, CumprodBw>(dy, x, y, dx, ws, L);
@@ -62,6 +80,9 @@ extern "C" __global__ void __launch_bounds__(256) scan_bw_cumprod_bf16_row(const
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cumprod_bf16_col(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<__nv_bfloat16, CumprodBw>(dy, x, y, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_cumprod_bf16_short(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+	scan_backward_short<__nv_bfloat16, CumprodBw>(dy, x, y, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 2) scan_bw_cumprod_bf16_tall(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<__nv_bfloat16, CumprodBw>(dy, x, y, dx, ws, L);
 }
@@ -70,6 +91,9 @@ extern "C" __global__ void __launch_bounds__(256) scan_bw_cumprod_f64_row(const 
 }
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cumprod_f64_col(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<double, CumprodBw>(dy, x, y, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_cumprod_f64_short(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+	scan_backward_short<double, CumprodBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 2) scan_bw_cumprod_f64_tall(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<double, CumprodBw>(dy, x, y, dx, ws, L);
@@ -80,6 +104,9 @@ extern "C" __global__ void __launch_bounds__(256) scan_bw_cummax_f32_row(const f
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cummax_f32_col(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<float, CummaxBw>(dy, x, y, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_cummax_f32_short(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+	scan_backward_short<float, CummaxBw>(dy, x, y, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 1) scan_bw_cummax_f32_tall(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<float, CummaxBw>(dy, x, y, dx, ws, L);
 }
@@ -88,6 +115,9 @@ extern "C" __global__ void __launch_bounds__(256) scan_bw_cummax_f16_row(const _
 }
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cummax_f16_col(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<__half, CummaxBw>(dy, x, y, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_cummax_f16_short(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+	scan_backward_short<__half, CummaxBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) scan_bw_cummax_f16_tall(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<__half, CummaxBw>(dy, x, y, dx, ws, L);
@@ -98,6 +128,9 @@ extern "C" __global__ void __launch_bounds__(256) scan_bw_cummax_bf16_row(const 
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cummax_bf16_col(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<__nv_bfloat16, CummaxBw>(dy, x, y, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_cummax_bf16_short(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+	scan_backward_short<__nv_bfloat16, CummaxBw>(dy, x, y, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 1) scan_bw_cummax_bf16_tall(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<__nv_bfloat16, CummaxBw>(dy, x, y, dx, ws, L);
 }
@@ -106,6 +139,9 @@ extern "C" __global__ void __launch_bounds__(256) scan_bw_cummax_f64_row(const d
 }
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cummax_f64_col(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<double, CummaxBw>(dy, x, y, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_cummax_f64_short(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+	scan_backward_short<double, CummaxBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) scan_bw_cummax_f64_tall(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<double, CummaxBw>(dy, x, y, dx, ws, L);
@@ -116,6 +152,9 @@ extern "C" __global__ void __launch_bounds__(256) scan_bw_cummin_f32_row(const f
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cummin_f32_col(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<float, CumminBw>(dy, x, y, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_cummin_f32_short(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+	scan_backward_short<float, CumminBw>(dy, x, y, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 1) scan_bw_cummin_f32_tall(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<float, CumminBw>(dy, x, y, dx, ws, L);
 }
@@ -124,6 +163,9 @@ extern "C" __global__ void __launch_bounds__(256) scan_bw_cummin_f16_row(const _
 }
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cummin_f16_col(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<__half, CumminBw>(dy, x, y, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_cummin_f16_short(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+	scan_backward_short<__half, CumminBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) scan_bw_cummin_f16_tall(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<__half, CumminBw>(dy, x, y, dx, ws, L);
@@ -134,6 +176,9 @@ extern "C" __global__ void __launch_bounds__(256) scan_bw_cummin_bf16_row(const 
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cummin_bf16_col(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<__nv_bfloat16, CumminBw>(dy, x, y, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_cummin_bf16_short(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+	scan_backward_short<__nv_bfloat16, CumminBw>(dy, x, y, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 1) scan_bw_cummin_bf16_tall(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<__nv_bfloat16, CumminBw>(dy, x, y, dx, ws, L);
 }
@@ -142,6 +187,9 @@ extern "C" __global__ void __launch_bounds__(256) scan_bw_cummin_f64_row(const d
 }
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cummin_f64_col(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<double, CumminBw>(dy, x, y, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_cummin_f64_short(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+	scan_backward_short<double, CumminBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) scan_bw_cummin_f64_tall(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<double, CumminBw>(dy, x, y, dx, ws, L);
@@ -152,6 +200,9 @@ extern "C" __global__ void __launch_bounds__(256) scan_bw_logcumsumexp_f32_row(c
 extern "C" __global__ void __launch_bounds__(256) scan_bw_logcumsumexp_f32_col(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<float, LogcumsumexpBw>(dy, x, y, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_logcumsumexp_f32_short(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+	scan_backward_short<float, LogcumsumexpBw>(dy, x, y, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 2) scan_bw_logcumsumexp_f32_tall(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<float, LogcumsumexpBw>(dy, x, y, dx, ws, L);
 }
@@ -160,6 +211,9 @@ extern "C" __global__ void __launch_bounds__(256) scan_bw_logcumsumexp_f16_row(c
 }
 extern "C" __global__ void __launch_bounds__(256) scan_bw_logcumsumexp_f16_col(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<__half, LogcumsumexpBw>(dy, x, y, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_logcumsumexp_f16_short(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+	scan_backward_short<__half, LogcumsumexpBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 2) scan_bw_logcumsumexp_f16_tall(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<__half, LogcumsumexpBw>(dy, x, y, dx, ws, L);
@@ -170,6 +224,9 @@ extern "C" __global__ void __launch_bounds__(256) scan_bw_logcumsumexp_bf16_row(
 extern "C" __global__ void __launch_bounds__(256) scan_bw_logcumsumexp_bf16_col(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<__nv_bfloat16, LogcumsumexpBw>(dy, x, y, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_logcumsumexp_bf16_short(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+	scan_backward_short<__nv_bfloat16, LogcumsumexpBw>(dy, x, y, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 2) scan_bw_logcumsumexp_bf16_tall(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<__nv_bfloat16, LogcumsumexpBw>(dy, x, y, dx, ws, L);
 }
@@ -178,6 +235,9 @@ extern "C" __global__ void __launch_bounds__(256) scan_bw_logcumsumexp_f64_row(c
 }
 extern "C" __global__ void __launch_bounds__(256) scan_bw_logcumsumexp_f64_col(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<double, LogcumsumexpBw>(dy, x, y, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_logcumsumexp_f64_short(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+	scan_backward_short<double, LogcumsumexpBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 2) scan_bw_logcumsumexp_f64_tall(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<double, LogcumsumexpBw>(dy, x, y, dx, ws, L);

@@ -9,6 +9,9 @@ extern "C" __global__ void __launch_bounds__(256, 3) scan_bw_cumsum_bf16_row(con
 extern "C" __global__ void __launch_bounds__(256, 3) scan_bw_cumsum_bf16_col(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<__nv_bfloat16, CumsumBw>(dy, x, y, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_cumsum_bf16_short(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+	scan_backward_short<__nv_bfloat16, CumsumBw>(dy, x, y, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 2) scan_bw_cumsum_bf16_tall(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<__nv_bfloat16, CumsumBw>(dy, x, y, dx, ws, L);
 }
@@ -17,6 +20,9 @@ extern "C" __global__ void __launch_bounds__(256, 3) scan_bw_cumprod_bf16_row(co
 }
 extern "C" __global__ void __launch_bounds__(256, 3) scan_bw_cumprod_bf16_col(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<__nv_bfloat16, CumprodBw>(dy, x, y, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_cumprod_bf16_short(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+	scan_backward_short<__nv_bfloat16, CumprodBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 2) scan_bw_cumprod_bf16_tall(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<__nv_bfloat16, CumprodBw>(dy, x, y, dx, ws, L);
@@ -33,6 +39,9 @@ extern "C" __global__ void __launch_bounds__(256, 3) scan_bw_cummax_bf16_colpair
 extern "C" __global__ void __launch_bounds__(512, 1) scan_bw_cummax_bf16_colstrip(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_colstrip<__nv_bfloat16, CummaxBw>(dy, x, y, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_cummax_bf16_short(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+	scan_backward_short<__nv_bfloat16, CummaxBw>(dy, x, y, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 1) scan_bw_cummax_bf16_tall(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<__nv_bfloat16, CummaxBw>(dy, x, y, dx, ws, L);
 }
@@ -48,6 +57,9 @@ extern "C" __global__ void __launch_bounds__(256, 3) scan_bw_cummin_bf16_colpair
 extern "C" __global__ void __launch_bounds__(512, 1) scan_bw_cummin_bf16_colstrip(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_colstrip<__nv_bfloat16, CumminBw>(dy, x, y, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_cummin_bf16_short(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+	scan_backward_short<__nv_bfloat16, CumminBw>(dy, x, y, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 1) scan_bw_cummin_bf16_tall(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<__nv_bfloat16, CumminBw>(dy, x, y, dx, ws, L);
 }
@@ -56,6 +68,9 @@ extern "C" __global__ void __launch_bounds__(256, 3) scan_bw_logcumsumexp_bf16_r
 }
 extern "C" __global__ void __launch_bounds__(256, 3) scan_bw_logcumsumexp_bf16_col(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<__nv_bfloat16, LogcumsumexpBw>(dy, x, y, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_logcumsumexp_bf16_short(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+	scan_backward_short<__nv_bfloat16, LogcumsumexpBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 2) scan_bw_logcumsumexp_bf16_tall(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<__nv_bfloat16, LogcumsumexpBw>(dy, x, y, dx, ws, L);

@@ -180,9 +180,10 @@ func TestReduceShortPolicy(t *testing.T) {
 				env   string
 				short bool
 			}{
-				{[]int{4, 4194304}, 0, "", true},
-				{[]int{4194304, 4}, 1, "", true},
-				{[]int{4194304, 4}, -1, "", true},
+				{[]int{4, 4194304}, 0, "", shortPays(op, dt.Size(), redShortOuter)},
+				{[]int{4194304, 4}, 1, "", dt.Size() == 2},
+				{[]int{4194304, 4}, -1, "", dt.Size() == 2},
+				{[]int{4194304, 4}, 1, "always", true},
 				{[]int{4194304, 4}, 1, "never", false},
 				{[]int{4096, 4096}, 0, "", false},
 				{[]int{4096, 4096}, 1, "", false},
@@ -259,5 +260,37 @@ func TestReduceShortDense(t *testing.T) {
 		if p.shortDense(a) {
 			t.Errorf("%s: strided dy taken", op)
 		}
+	}
+}
+
+// TestReduceShortPays: by default the inner form is taken for the 16-bit
+// dtypes only, the outer form for every op but the 16-bit sum, mean and
+// norm2; the knob's "always" takes both whatever the op.
+func TestReduceShortPays(t *testing.T) {
+	for _, op := range ReduceOps() {
+		for _, size := range []int{2, 4, 8} {
+			if got := shortPays(op, size, redShortInner); got != (size == 2) {
+				t.Errorf("%s size %d inner: %v", op, size, got)
+			}
+			noX := op == ReduceSum || op == ReduceMean || op == ReduceNorm2
+			if got := shortPays(op, size, redShortOuter); got != (size != 2 || !noX) {
+				t.Errorf("%s size %d outer: %v", op, size, got)
+			}
+		}
+	}
+	t.Setenv(reduceShortEnv, "")
+	p, err := NewReduceBackward(ReduceDesc{Op: ReduceSum, DType: dtype.F32, Shape: []int{1 << 20, 4}, Axis: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.shortK != nil {
+		t.Errorf("sum f32 [2^20, 4] axis 1 takes the short kernel by default")
+	}
+	t.Setenv(reduceShortEnv, "always")
+	if p, err = NewReduceBackward(ReduceDesc{Op: ReduceSum, DType: dtype.F32, Shape: []int{1 << 20, 4}, Axis: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if p.shortK == nil {
+		t.Errorf("sum f32 [2^20, 4] axis 1 misses the short kernel under always")
 	}
 }
