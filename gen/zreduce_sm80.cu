@@ -48,7 +48,7 @@ extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_max_bf16_stats(co
 extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_max_bf16_apply(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_apply<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_max_bf16_fix(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_max_bf16_fix(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_fix<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_max_bf16_strip(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
@@ -75,7 +75,7 @@ extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_min_bf16_stats(co
 extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_min_bf16_apply(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_apply<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_min_bf16_fix(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_min_bf16_fix(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_fix<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_min_bf16_strip(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
@@ -102,7 +102,7 @@ extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_prod_bf16_stats(c
 extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_prod_bf16_apply(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_apply<__nv_bfloat16, RedProd>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_prod_bf16_fix(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_prod_bf16_fix(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_fix<__nv_bfloat16, RedProd>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_prod_bf16_strip(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {

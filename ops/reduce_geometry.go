@@ -173,15 +173,17 @@ const (
 // for (var and std; the seg path's clustered kernel too).
 func stripOp(op ReduceOp) bool { return op == ReduceVar || op == ReduceStd }
 
-// Max, min and prod take the strip kernel by default too (stripDefault),
-// before their flat path: the strip counts each slice's ties or zeros in
-// the pass that reads x and writes dx from shared memory once it knows
-// them, so ties and zeros cost nothing, where the flat path pays for them
-// (an integer atomic per tied element of many slices, and a second walk
-// of the grid to mend them: 4096x4096 along axis 0 with a tenth of every
-// slice at its maximum is the worst case). On normal data the strip may be
-// a little slower than the flat path there (var's strip takes 66 us where
-// max's flat path takes 58 us, f32 on an H100).
+// Max and min take the strip kernel by default too (stripDefault), before
+// their flat path: the strip counts each slice's ties in the pass that
+// reads x and writes dx from shared memory once it knows them, so ties
+// cost nothing, where the flat path pays for them (an integer atomic per
+// tied element of many slices, and a second walk of the grid to mend
+// them). On the H100, 4096x4096 along axis 0 (docs/benchmarks.md, "Shapes
+// and data"): max f32 takes 67 us on the strip whatever the data, on the
+// flat path 58 us on normal data and 518 us with a tenth of every slice at
+// its maximum. Prod keeps the flat path: the strip's product is slower on
+// normal data (80 us against 57 us in f32, 44 against 37 in bf16) and its
+// zeros cost the flat path less than ties (at most 3x).
 // reduceStripTiesEnv "never" keeps them on the flat path by default (the
 // strip still under reduceStripEnv "auto" or "always"). It is a kernel
 // developer's knob; users leave it unset.
@@ -190,7 +192,7 @@ const reduceStripTiesEnv = "BARACUDA_REDUCE_STRIP_TIES"
 // stripDefault reports whether Run takes the strip kernel by default for
 // op (see above).
 func stripDefault(op ReduceOp) bool {
-	return stripOp(op) || op.provisional() && os.Getenv(reduceStripTiesEnv) != "never"
+	return stripOp(op) || (op == ReduceMax || op == ReduceMin) && os.Getenv(reduceStripTiesEnv) != "never"
 }
 
 // reduceStripEnv, read when a plan is made, overrides the choice above:

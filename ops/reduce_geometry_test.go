@@ -365,7 +365,7 @@ func TestReduceStripPlan(t *testing.T) {
 	}{
 		{ReduceVar, dtype.BF16, "", true, true, false}, {ReduceStd, dtype.F32, "", false, true, false},
 		{ReduceMax, dtype.BF16, "", true, true, false}, {ReduceStd, dtype.BF16, "never", false, false, false},
-		{ReduceMin, dtype.F32, "", false, true, false}, {ReduceProd, dtype.F64, "", false, true, false},
+		{ReduceMin, dtype.F32, "", false, true, false}, {ReduceProd, dtype.F64, "", false, false, false},
 		{ReduceMax, dtype.F32, "never", false, false, false},
 		{ReduceVar, dtype.F32, "auto", true, true, false}, {ReduceStd, dtype.BF16, "always", true, true, true},
 		{ReduceMax, dtype.F32, "always", true, true, true}, {ReduceProd, dtype.BF16, "auto", true, true, false},

@@ -238,8 +238,8 @@ func (p *ReduceBackward) Run(s *driver.Stream, a *ReduceArgs) error {
 	// (the slices' totals, then dx; for max, min and prod the second
 	// launch rewrites only the tiles whose provisional dx can be wrong);
 	// for an op with statistics on dense operands, the strip kernel in
-	// place of those where the plan has it (var and std, and max, min and
-	// prod, by default; see stripDefault); the short kernel in place of
+	// place of those where the plan has it (var and std, and max and min,
+	// by default; see stripDefault); the short kernel in place of
 	// all of these where the plan has it and the operands allow it (see
 	// shortDense); nothing for an empty tensor.
 	if s == nil {
