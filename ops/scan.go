@@ -128,6 +128,20 @@ func (op ScanOp) Saved() (x, y bool) {
 // zero seen, and ±inf or NaN in x after it; cummax/cummin: the running
 // extremum) besides the backward recurrence; long axes then need two extra
 // passes.
+// inputs is the number of tensors a backward scan of op reads: dy, and x
+// and y where the op saves them (Saved).
+func (op ScanOp) inputs() int64 {
+	n := int64(1)
+	x, y := op.Saved()
+	if x {
+		n++
+	}
+	if y {
+		n++
+	}
+	return n
+}
+
 func (op ScanOp) forwardState() bool {
 	return op == ScanCumprod || op == ScanCummax || op == ScanCummin
 }

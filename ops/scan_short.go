@@ -62,15 +62,7 @@ func scanShortPicks(n, nslices int64, env string) bool {
 // of n elements: block slices of n | 1 elements (an odd stride, see
 // gen/scan_short.cuh) for dy and for x and y where the op reads them.
 func scanShortSmem(op ScanOp, dt dtype.DType, n int64, block int) int64 {
-	x, y := op.Saved()
-	bufs := int64(1)
-	if x {
-		bufs++
-	}
-	if y {
-		bufs++
-	}
-	return bufs * int64(block) * (n | 1) * int64(dt.Size())
+	return op.inputs() * int64(block) * (n | 1) * int64(dt.Size())
 }
 
 // shortStaged reports whether the short kernel can stage L's operands: the

@@ -101,14 +101,7 @@ func tallWanted(shape []int, axis int, env string) bool {
 // takes its forward-state passes).
 func newScanTallGeom(op ScanOp, dt dtype.DType, n, outer, inner int64) scanGeom {
 	size := int64(dt.Size())
-	needX, needY := op.Saved()
-	nops := int64(1)
-	if needX {
-		nops++
-	}
-	if needY {
-		nops++
-	}
+	nops := op.inputs()
 	wc := tallWarps(inner)
 	items := tallItems(op, dt)
 	for items > 1 && nops*32*wc*tallPitch(items*inner, size)*size > scanTallSmem {

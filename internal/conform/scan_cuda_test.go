@@ -10,22 +10,29 @@ import (
 	"github.com/baracuda-go/baracuda/ops"
 )
 
-func TestScanBackwardGPU(t *testing.T) {
-	env := testEnv(t)
-	cases := ScanCases(quick())
-	for _, op := range ops.ScanOps() {
-		for _, dt := range dtype.All {
+// checkScans runs env.CheckScan for every op of scanOps, dtype of dts and
+// direction as the subtest scan_bw_<op>_<dtype><suffix>/<direction>, each
+// with the given cases and seed.
+func checkScans(t *testing.T, env *Env, scanOps []ops.ScanOp, dts []dtype.DType, suffix string, cases []ScanCase, seed uint64) {
+	for _, op := range scanOps {
+		for _, dt := range dts {
 			for _, reverse := range []bool{false, true} {
 				dir := "forward"
 				if reverse {
 					dir = "reverse"
 				}
-				t.Run("scan_bw_"+op.String()+"_"+dt.Suffix()+"/"+dir, func(t *testing.T) {
-					report(t, env.CheckScan(op, dt, reverse, cases, 42))
+				t.Run("scan_bw_"+op.String()+"_"+dt.Suffix()+suffix+"/"+dir, func(t *testing.T) {
+					report(t, env.CheckScan(op, dt, reverse, cases, seed))
 				})
 			}
 		}
 	}
+}
+
+func TestScanBackwardGPU(t *testing.T) {
+	env := testEnv(t)
+	cases := ScanCases(quick())
+	checkScans(t, env, ops.ScanOps(), dtype.All, "", cases, 42)
 }
 
 // TestScanNonFiniteGPU runs the ScanNonFinite cases alone (TestScanBackwardGPU
@@ -35,19 +42,7 @@ func TestScanBackwardGPU(t *testing.T) {
 func TestScanNonFiniteGPU(t *testing.T) {
 	env := testEnv(t)
 	cases := ScanNonFiniteCases(quick())
-	for _, op := range []ops.ScanOp{ops.ScanCumprod, ops.ScanLogcumsumexp} {
-		for _, dt := range dtype.All {
-			for _, reverse := range []bool{false, true} {
-				dir := "forward"
-				if reverse {
-					dir = "reverse"
-				}
-				t.Run("scan_bw_"+op.String()+"_"+dt.Suffix()+"_nonfinite/"+dir, func(t *testing.T) {
-					report(t, env.CheckScan(op, dt, reverse, cases, 44))
-				})
-			}
-		}
-	}
+	checkScans(t, env, []ops.ScanOp{ops.ScanCumprod, ops.ScanLogcumsumexp}, dtype.All, "_nonfinite", cases, 44)
 }
 
 // TestScanStripGPU runs the suite for f16 and bf16 cummax and cummin with Run
@@ -58,19 +53,7 @@ func TestScanStripGPU(t *testing.T) {
 	t.Setenv("BARACUDA_SCAN_STRIP", "always")
 	env := testEnv(t)
 	cases := ScanCases(quick())
-	for _, op := range []ops.ScanOp{ops.ScanCummax, ops.ScanCummin} {
-		for _, dt := range []dtype.DType{dtype.F16, dtype.BF16} {
-			for _, reverse := range []bool{false, true} {
-				dir := "forward"
-				if reverse {
-					dir = "reverse"
-				}
-				t.Run("scan_bw_"+op.String()+"_"+dt.Suffix()+"_colstrip/"+dir, func(t *testing.T) {
-					report(t, env.CheckScan(op, dt, reverse, cases, 43))
-				})
-			}
-		}
-	}
+	checkScans(t, env, []ops.ScanOp{ops.ScanCummax, ops.ScanCummin}, []dtype.DType{dtype.F16, dtype.BF16}, "_colstrip", cases, 43)
 }
 
 // TestScanTallGPU runs the tall mapping's cases with plans taking the
@@ -81,19 +64,7 @@ func TestScanTallGPU(t *testing.T) {
 	t.Setenv("BARACUDA_SCAN_TALL", "always")
 	env := testEnv(t)
 	cases := ScanTallCases(quick())
-	for _, op := range ops.ScanOps() {
-		for _, dt := range dtype.All {
-			for _, reverse := range []bool{false, true} {
-				dir := "forward"
-				if reverse {
-					dir = "reverse"
-				}
-				t.Run("scan_bw_"+op.String()+"_"+dt.Suffix()+"_tall/"+dir, func(t *testing.T) {
-					report(t, env.CheckScan(op, dt, reverse, cases, 45))
-				})
-			}
-		}
-	}
+	checkScans(t, env, ops.ScanOps(), dtype.All, "_tall", cases, 45)
 }
 
 // TestScanTallDefaultGPU runs the tall cases under the default policy

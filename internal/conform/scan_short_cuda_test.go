@@ -17,19 +17,7 @@ func TestScanShortGPU(t *testing.T) {
 	t.Setenv("BARACUDA_SCAN_SHORT", "always")
 	env := testEnv(t)
 	cases := ScanShortCases(quick())
-	for _, op := range ops.ScanOps() {
-		for _, dt := range dtype.All {
-			for _, reverse := range []bool{false, true} {
-				dir := "forward"
-				if reverse {
-					dir = "reverse"
-				}
-				t.Run("scan_bw_"+op.String()+"_"+dt.Suffix()+"_short/"+dir, func(t *testing.T) {
-					report(t, env.CheckScan(op, dt, reverse, cases, 45))
-				})
-			}
-		}
-	}
+	checkScans(t, env, ops.ScanOps(), dtype.All, "_short", cases, 45)
 }
 
 // TestScanShortDefaultGPU runs the cases the default policy takes the short
@@ -38,17 +26,5 @@ func TestScanShortDefaultGPU(t *testing.T) {
 	t.Setenv("BARACUDA_SCAN_SHORT", "")
 	env := testEnv(t)
 	cases := ScanShortDefaultCases(quick())
-	for _, op := range ops.ScanOps() {
-		for _, dt := range dtype.All {
-			for _, reverse := range []bool{false, true} {
-				dir := "forward"
-				if reverse {
-					dir = "reverse"
-				}
-				t.Run("scan_bw_"+op.String()+"_"+dt.Suffix()+"_shortdefault/"+dir, func(t *testing.T) {
-					report(t, env.CheckScan(op, dt, reverse, cases, 46))
-				})
-			}
-		}
-	}
+	checkScans(t, env, ops.ScanOps(), dtype.All, "_shortdefault", cases, 46)
 }
