@@ -155,7 +155,7 @@ const reduceOneEnv = "BARACUDA_REDUCE_ONE"
 // for bf16 only. Blocks of 32-byte rows sharing an SM (two or four to a
 // cluster), or four blocks of 64-byte rows to a cluster, are slower than
 // two blocks of 64-byte rows. So by default Run takes it for var and std,
-// and for max, min and prod (stripDefault, below): the
+// and for max and min (stripDefault, below): the
 // clustered form wherever the device has it, the one-block form elsewhere
 // for the 16-bit dtypes only, where the col slices would be split and the
 // blocks are at least as many as the GPU's SMs.

@@ -422,8 +422,8 @@ func TestReduceStripPlan(t *testing.T) {
 			t.Errorf("%s %v axis %d under %q: kernel %s, want %s", c.op, c.shape, c.axis, c.env, got, c.want)
 		}
 	}
-	// reduceStripTiesEnv "never": max, min and prod keep their flat path
-	// by default, and take the strip under "auto".
+	// reduceStripTiesEnv "never": max and min keep their flat path by
+	// default (prod has it anyway), and take the strip under "auto".
 	t.Setenv(reduceStripTiesEnv, "never")
 	for _, c := range []struct {
 		env  string

@@ -172,7 +172,7 @@ func TestReduceVectorsGPU(t *testing.T) {
 // regimes (ReduceTieCases: every element of a slice equal, a tenth and a
 // half of every slice saturated; one slice of 2^24, few long rows and
 // columns, many slices of four, 4096x4096 along both axes), which take the
-// strip kernel (4096x4096 along axis 0), the flat path's wide mend, its
+// strip kernel (max and min, 4096x4096 along axis 0), the flat path's wide mend, its
 // slots and its redo, and the row and col kernels' per-slice fix. Each
 // case runs twice and must give the same bits (CheckReduce); outputs lie
 // in guard bands. f16 and f64 take the quick shapes.
@@ -207,9 +207,9 @@ func TestReduceTieEdgesGPU(t *testing.T) {
 }
 
 // TestReduceTiesPathsGPU: the tie-heavy cases of 4096x4096 along axis 0
-// on the paths that the default leaves: max, min and prod on the flat
-// path where the strip kernel would serve (BARACUDA_REDUCE_STRIP_TIES=
-// never), off the cluster kernel (BARACUDA_REDUCE_CLUSTER=never: the stats
+// on the paths that the default leaves: max and min on the flat path
+// where the strip kernel would serve (BARACUDA_REDUCE_STRIP_TIES=never;
+// prod takes it by default), off the cluster kernel (BARACUDA_REDUCE_CLUSTER=never: the stats
 // kernel and the apply pass's mend), and on the strip kernel whatever the
 // grid (BARACUDA_REDUCE_STRIP=always, so that the quick set's 256x256
 // reaches it too), f32 and bf16.
