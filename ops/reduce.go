@@ -409,7 +409,7 @@ func (p *ReduceBackward) Kernel() KernelInfo {
 	// "stats" and "apply"). Strided operands may take the other mapping.
 	// On compute capability 9.0 and up Run may take "cluster" in place of
 	// "stats" and "apply" (see clusterOp). Where the plan may take a strip
-	// kernel (var, std, max, min and prod, or the ops under
+	// kernel (var, std, max and min, or the ops under
 	// reduceStripEnv) and the col slices split ("always": wherever the
 	// shape allows it) the name is "stripc", the form Run takes on compute capability 9.0 and up, or
 	// "strip" where the plan has only the one-block form; Run takes them
@@ -425,7 +425,8 @@ func (p *ReduceBackward) Kernel() KernelInfo {
 	// positions over at least 2^16 slices (any count under
 	// BARACUDA_REDUCE_SHORT=always), innermost or with an inner extent
 	// that is a multiple of a vector of 4 slices (16-bit dtypes) or 16
-	// bytes (reduce_short.go).
+	// bytes, where the default policy finds it faster (shortPays in
+	// reduce_short.go).
 	if m := p.multi; m != nil {
 		if m.inner != nil {
 			return m.inner.Kernel()
