@@ -10,18 +10,19 @@
 // memory, writes dx over dy there and stores it back with the same
 // coalesced stores. In shared memory a tile is cut into runs of
 // L.items rows (all columns, items*C elements each), one run per thread of
-// a column: wc = L.split warps (1, 2 or 4) serve one column, the 32 lanes
-// of a warp 32 consecutive runs. A run starts at a pitch of P elements
-// (tall_pitch) that puts the 32 lanes' element loads in 32 distinct banks.
-// 8/wc columns are served at once; wider tiles (C > 8) take two rounds.
+// a column: wc = L.split warps (1, 2, 4 or 8) serve one column, the 32
+// lanes of a warp 32 consecutive runs. A run starts at a pitch of P
+// elements (tall_pitch) that puts the 32 lanes' element loads in 32
+// distinct banks. 8/wc columns are served at once, a round; the tile's
+// columns take ceil(C*wc/8) rounds.
 //
 // Each thread's run is a ScanRun (scan_run.cuh) filled from shared
 // memory in scan order, so the op math, the forward state, the run maps
 // and dx are the row and col mappings' own. The runs of a column combine
 // with the warp scans of scan_lookback.cuh and across the wc warps in
 // shared memory; the tiles of a column chain through the workspace with
-// the look-back (lookback, one lane of warp 0 per column: slot, packed or
-// flag chains as the op and opmath choose), tiles taken in carry order
+// the look-back (lookback, 4 to 32 lanes of warp 0 per column of a round:
+// slot, packed or flag chains as the op and opmath choose), tiles taken in carry order
 // from the ticket counter. A ticket names tile row c (carry order) of
 // batch a: t = c * A + a, so a tile waits only on lower tickets.
 //
@@ -325,10 +326,14 @@ __device__ __forceinline__ void scan_backward_tall(const T* __restrict__ dy, con
 		if (lane == 0) s_aff[warp] = wt;
 		__syncthreads();
 		if (chunked && warp == 0) {
-			// Lane g chains column rd*groups + g: the tile's map from its
-			// warps', then the look-back.
-			const int jg = rd * groups + lane;
-			const bool has = lane < groups && jg < C;
+			// Lanes gl*G .. gl*G+G-1 chain column rd*groups + gl: the
+			// tile's map from its warps', then the look-back, which
+			// probes G tiles a step: 32/groups, but 8 for two columns a
+			// round (half the warp idle), where 16 spills for sm_70.
+			const int G = groups == 8 ? 4 : groups == 1 ? 32 : 8;
+			const int gl = lane / G;
+			const int jg = rd * groups + gl;
+			const bool has = gl < groups && jg < C;
 			Aff<M> tot = aff_identity<M>();
 			if (has) {
 				M yfrom = M(0), yto = M(0);
@@ -339,11 +344,14 @@ __device__ __forceinline__ void scan_backward_tall(const T* __restrict__ dy, con
 					if (kf >= 0 && kf < L.n) yfrom = to_op(scan_ld(y + off(2) + (kf - tk0) * L.astride[2] + jg));
 				}
 				tot = TallTileMap<T, Op>::template of<M>(
-						wc, [&](int i) { return s_aff[lane * wc + (rev ? i : wc - 1 - i)]; }, yfrom, yto);
+						wc, [&](int i) { return s_aff[gl * wc + (rev ? i : wc - 1 - i)]; }, yfrom, yto);
 			}
 			scan_ws_wait(ws, L, ready);
-			const M vin = lookback<Op, M, 1>(ws, L, c, a * rounds + rd, has ? a * C + jg : 0, has, tot);
-			if (lane < groups) s_vin[lane] = vin;
+			const i64 unit = a * rounds + rd, s = has ? a * C + jg : 0;
+			const M vin = G == 4   ? lookback<Op, M, 4>(ws, L, c, unit, s, has, tot)
+			              : G == 8 ? lookback<Op, M, 8>(ws, L, c, unit, s, has, tot)
+			                       : lookback<Op, M, 32>(ws, L, c, unit, s, has, tot);
+			if ((lane & (G - 1)) == 0 && gl < groups) s_vin[gl] = vin;
 		}
 		__syncthreads();
 		M v = chunked ? s_vin[grp] : M(0);

@@ -55,10 +55,10 @@ var scanFamily = Family{
 		// tall: an outer axis over a few slices of a small contiguous
 		// inner extent (2..16), a block per tile of rows through shared
 		// memory (ops/scan_tall.go, gen/scan_tall.cuh).
-		// Two blocks per SM at least (128 registers): ptxas's own register
-		// choice spills some of its kernels; cummax and cummin keep one
-		// (their 16-bit kernels spill at 128 registers for sm_70).
-		{Name: "tall", Template: "scan_backward_tall", MinBlocks: 2,
-			OpMinBlocks: map[string]int{"cummax": 1, "cummin": 1}},
+		// Three blocks per SM (80 registers), where ptxas's own choice
+		// leaves one or two; logcumsumexp keeps two (its f64 kernel
+		// spills at three).
+		{Name: "tall", Template: "scan_backward_tall", MinBlocks: 3,
+			OpMinBlocks: map[string]int{"logcumsumexp": 2}},
 	},
 }

@@ -14,7 +14,8 @@ import (
 // along axis 1 with few batches A. The col mapping gives such shapes a
 // few of a warp's 32 lanes; the tall kernel moves tiles of consecutive
 // rows, contiguous chunks of rows*C elements, through shared memory with
-// coalesced loads and scans each column there, wc warps to a column.
+// coalesced loads and scans each column there, wc warps to a column
+// (tallPlan).
 
 // scanTallEnv, read when a plan is made, overrides where plans take the
 // tall mapping: "never" keeps them off it, "always" takes it for every
@@ -33,8 +34,12 @@ const (
 	scanTallMinN      = 4096
 	scanTallMaxSlices = 64
 	// scanTallSmem bounds a tile's dynamic shared memory (every operand
-	// the op reads), below the 48 KiB a launch takes without an opt-in.
-	scanTallSmem = 32 << 10
+	// the op reads): with the kernel's few hundred static bytes, below the
+	// 48 KiB a launch takes without an opt-in.
+	scanTallSmem = 46 << 10
+	// scanTallMaxRounds bounds the rounds of columns a tile's warps serve
+	// one after another (each round has its own look-back).
+	scanTallMaxRounds = 4
 )
 
 // tallItems mirrors TallItems<T, Op>::N in gen/scan_tall.cuh: the most
@@ -60,15 +65,31 @@ func tallPitch(s, size int64) int64 {
 	return s | 1
 }
 
-// tallWarps is the warps per column for an inner extent c: as many as
-// keep every column of the tile served at once (8 warps a block), at
-// most 4.
-func tallWarps(c int64) int64 {
-	wc := int64(1)
-	for wc < 4 && 2*wc*c <= scanWarps {
-		wc *= 2
+// tallPlan is the tall kernel's tile: wc warps per column (1, 2, 4 or 8)
+// and runs of items rows, for an inner extent c. The tiles of a column
+// chain one after another through the look-back, and the kernel's time
+// follows their count (docs/variants.md, "tall"), so it takes the tile
+// with the most rows (wc*32*items): of the warp counts that serve every
+// column in at most scanTallMaxRounds rounds, the one whose longest runs
+// (at most tallItems) that fit the operands into scanTallSmem make the
+// most rows, the fewer warps on a tie. ok is false where not even one
+// row a run fits.
+func tallPlan(op ScanOp, dt dtype.DType, c int64) (wc, items int64, ok bool) {
+	size := int64(dt.Size())
+	nops := op.inputs()
+	for w := int64(1); w <= scanWarps; w *= 2 {
+		if w > 1 && scanCeil(c, scanWarps/w) > scanTallMaxRounds {
+			break
+		}
+		it := tallItems(op, dt)
+		for it >= 1 && nops*32*w*tallPitch(it*c, size)*size > scanTallSmem {
+			it--
+		}
+		if w*it > wc*items {
+			wc, items, ok = w, it, true
+		}
 	}
-	return wc
+	return wc, items, ok
 }
 
 // tallShape splits a shape at the axis: outer (the dims before it) and
@@ -93,28 +114,25 @@ func tallWanted(shape []int, axis int, env string) bool {
 	return int64(shape[axis]) >= scanTallMinN && outer*inner <= scanTallMaxSlices
 }
 
-// newScanTallGeom is the tall kernel's geometry: wc warps to a column
-// (split), runs of items rows (the most that fit the tile's operands into
-// scanTallSmem), tiles of wc*32*items rows, a look-back unit per batch
-// and round (8/wc columns a round) for the f64 flags, a block per tile
-// and batch. The workspace and fill blocks are the row mapping's (g.tall
-// takes its forward-state passes).
-func newScanTallGeom(op ScanOp, dt dtype.DType, n, outer, inner int64) scanGeom {
+// newScanTallGeom is the tall kernel's geometry (tallPlan's tile): a
+// look-back unit per batch and round (8/wc columns a round) for the f64
+// flags, a block per tile and batch. The workspace and fill blocks are the
+// row mapping's (g.tall takes its forward-state passes). ok is false where
+// no tile fits.
+func newScanTallGeom(op ScanOp, dt dtype.DType, n, outer, inner int64) (g scanGeom, ok bool) {
 	size := int64(dt.Size())
-	nops := op.inputs()
-	wc := tallWarps(inner)
-	items := tallItems(op, dt)
-	for items > 1 && nops*32*wc*tallPitch(items*inner, size)*size > scanTallSmem {
-		items--
+	wc, items, ok := tallPlan(op, dt, inner)
+	if !ok {
+		return g, false
 	}
-	g := scanGeom{tall: true, n: n, nslices: outer * inner, split: int32(wc), items: int32(items)}
+	g = scanGeom{tall: true, n: n, nslices: outer * inner, split: int32(wc), items: int32(items)}
 	g.chunks = scanCeil(n, wc*32*items)
 	groups := scanWarps / wc
 	g.units = outer * scanCeil(inner, groups)
 	g.grid = g.chunks * outer
-	g.smem = scanAlign16(nops * 32 * wc * tallPitch(items*inner, size) * size)
+	g.smem = scanAlign16(op.inputs() * 32 * wc * tallPitch(items*inner, size) * size)
 	g.chunked(op, dt)
-	return g
+	return g, true
 }
 
 // tallLayout reports whether the tall kernel can serve the operands of L
@@ -161,8 +179,8 @@ func (p *ScanBackward) newTall() {
 		return
 	}
 	outer, inner := tallShape(p.shape, p.axis)
-	g := newScanTallGeom(p.desc.Op, p.desc.DType, int64(p.shape[p.axis]), outer, inner)
-	if g.grid > maxGridX {
+	g, ok := newScanTallGeom(p.desc.Op, p.desc.DType, int64(p.shape[p.axis]), outer, inner)
+	if !ok || g.grid > maxGridX {
 		return
 	}
 	p.tallG = &g

@@ -77,26 +77,29 @@ func TestScanTallGeometry(t *testing.T) {
 		chunks, units, grid int64
 		fillers             int64
 	}{
-		// [4194304, 4]: 2 warps a column, 512-row tiles.
-		{ScanCumsum, dtype.F32, 4194304, 1, 4, 2, 8, 8192, 1, 8192 + 16, 16},          // 8 bytes a slot: 16 fill blocks
-		{ScanCumprod, dtype.F32, 4194304, 1, 4, 2, 4, 16384, 1, 16384, 0},             // runs of 4 rows where the op reads y
-		{ScanLogcumsumexp, dtype.BF16, 4194304, 1, 4, 2, 4, 16384, 1, 16384 + 48, 48}, // 12 bytes a slot
-		{ScanCummax, dtype.F64, 4194304, 1, 4, 2, 4, 16384, 1, 16384, 0},              // f64: runs of 4
-		// Two columns: 4 warps each, 1024-row tiles.
-		{ScanCumsum, dtype.F16, 100003, 1, 2, 4, 8, 98, 1, 98 + 1, 1},
-		// Three columns: 2 warps each (6 of 8 warps busy).
-		{ScanCummin, dtype.F32, 100003, 1, 3, 2, 8, 196, 1, 196, 0},
-		// 16 columns: a warp each, two rounds; f64 logcumsumexp takes
-		// shorter runs to fit its three operands into shared memory.
-		{ScanLogcumsumexp, dtype.F32, 100003, 1, 16, 1, 4, 782, 2, 782 + 10, 10},
+		// [4194304, 4]: 8 warps a column (four rounds), 2048-row tiles
+		// where the runs keep 8 rows.
+		{ScanCumsum, dtype.F32, 4194304, 1, 4, 8, 8, 2048, 4, 2048 + 4, 4},          // 8 bytes a slot: 4 fill blocks
+		{ScanCumprod, dtype.F32, 4194304, 1, 4, 8, 3, 5462, 4, 5462, 0},             // runs of 3 rows: three operands in shared memory
+		{ScanLogcumsumexp, dtype.BF16, 4194304, 1, 4, 8, 4, 4096, 4, 4096 + 12, 12}, // 12 bytes a slot
+		{ScanCummax, dtype.F64, 4194304, 1, 4, 4, 4, 8192, 2, 8192, 0},              // f64: 4 warps, runs of 4 (8 warps fit runs of 2)
+		// Two columns: 8 warps each, two rounds.
+		{ScanCumsum, dtype.F16, 100003, 1, 2, 8, 8, 49, 2, 49 + 1, 1},
+		// Three columns: 8 warps each, three rounds; runs of 7 rows fit.
+		{ScanCummin, dtype.F32, 100003, 1, 3, 8, 7, 56, 3, 56, 0},
+		// 16 columns: 2 warps each, four rounds; logcumsumexp takes
+		// shorter runs to fit its three operands into shared memory, f64
+		// one warp a column (its longest runs, 2 rows, against 2 warps'
+		// runs of 1).
+		{ScanLogcumsumexp, dtype.F32, 100003, 1, 16, 2, 3, 521, 4, 521 + 7, 7},
 		{ScanLogcumsumexp, dtype.F64, 100003, 1, 16, 1, 2, 1563, 2, 1563 + 38, 38},
-		{ScanCumsum, dtype.BF16, 100003, 1, 16, 1, 8, 391, 2, 391 + 4, 4},
+		{ScanCumsum, dtype.BF16, 100003, 1, 16, 2, 8, 196, 4, 196 + 2, 2},
 		// Batches: a block per tile and batch, units per batch and round.
-		{ScanCumprod, dtype.F32, 9000, 4, 4, 2, 4, 36, 4, 144, 0},
-		{ScanCumsum, dtype.F64, 9000, 3, 7, 1, 4, 71, 3, 213 + 3, 3},
+		{ScanCumprod, dtype.F32, 9000, 4, 4, 8, 3, 12, 16, 48, 0},
+		{ScanCumsum, dtype.F64, 9000, 3, 7, 4, 4, 18, 12, 54 + 1, 1},
 	}
 	for _, c := range cases {
-		g := newScanTallGeom(c.op, c.dt, c.n, c.outer, c.inner)
+		g, _ := newScanTallGeom(c.op, c.dt, c.n, c.outer, c.inner)
 		if g.split != c.wc || g.items != c.items || g.chunks != c.chunks || g.units != c.units || g.grid != c.grid ||
 			g.fillers != c.fillers {
 			t.Errorf("%s %s n=%d %dx%d: wc %d items %d chunks %d units %d grid %d fillers %d, want %d %d %d %d %d %d",
@@ -165,7 +168,7 @@ func TestScanTallIndexModel(t *testing.T) {
 		n, inner int64
 		dt       dtype.DType
 	}{{1000, 3, dtype.F32}, {4097, 4, dtype.BF16}, {513, 16, dtype.F64}, {100, 7, dtype.F16}, {2049, 2, dtype.F32}} {
-		g := newScanTallGeom(ScanLogcumsumexp, c.dt, c.n, 1, c.inner)
+		g, _ := newScanTallGeom(ScanLogcumsumexp, c.dt, c.n, 1, c.inner)
 		wc, items, C := int64(g.split), int64(g.items), c.inner
 		rows := wc * 32 * items
 		S, P := items*C, tallPitch(items*C, int64(c.dt.Size()))
