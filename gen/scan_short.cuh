@@ -4,32 +4,45 @@
 
 // scan_backward_short (variant "short"): a short axis (the launcher's
 // policy: at most 32 elements, ops/scan_short.go) over many slices. Each
-// thread owns one whole slice and runs its backward scan in registers,
-// against scan order in runs of SCAN_SHORT_ITEMS elements, so no thread
-// waits for another: no tiles, look-back or workspace. The forward state before a run (a slice longer than one run)
-// is the forward combine of the x before it in scan order, read again.
-// Two ways to reach the slice:
-//   staged (L.vec, set by the launcher where every operand has unit
-//     stride along the axis and the slices follow each other, so the
-//     block's slices are one contiguous chunk of each operand): the block
-//     copies each operand's chunk into shared memory with coalesced
-//     16-byte loads (element loads where a chunk is not 16-byte aligned),
-//     each thread scans its slice there, and dx goes back through the
-//     dy buffer with 16-byte stores. Slices sit ns = n | 1 elements apart
-//     in shared memory: an odd stride keeps a warp's element accesses
-//     off each other's banks.
-//   direct (otherwise): the thread reads and writes its slice in global
+// thread owns whole slices and runs their backward scans in registers,
+// against scan order in runs of L.items elements (4 or SCAN_SHORT_ITEMS),
+// so no thread waits for another: no tiles, look-back or workspace. The
+// forward state before a run (a slice longer than one run) is the forward
+// combine of the x before it in scan order, read again.
+//
+// Three forms (L.vec, set by the launcher, ops/scan_short.go):
+//   direct (0): a thread per slice reads and writes its slice in global
 //     memory along the axis strides. Along an outer axis consecutive
 //     threads take consecutive slices, so each access of a warp is
 //     coalesced across the inner dims.
-// A run is SCAN_SHORT_ITEMS elements: the common short axes (2 to 8) take
-// one run, with few registers (many resident threads), and longer ones a
-// few runs, the forward state of each read again from the x before it.
+//   inner (1): every operand has unit stride along the axis and the
+//     slices follow each other, so a block's cs = blockDim.x * L.split
+//     slices are one contiguous chunk of each operand: the block copies
+//     each operand's chunk into shared memory, the slices L.units (ns)
+//     elements apart, each thread scans the slices t, t + blockDim.x, ..
+//     there, and dx goes back through the dy buffer.
+//   outer (2): every operand has unit stride along the innermost slice
+//     dim (of d0 slices), so a block's cs slices of one row of that dim
+//     (block b takes the slices b % nch * cs .. of row b / nch, nch =
+//     ceil(d0 / cs)) are n rows of contiguous elements, one per element
+//     of the axis, each copied into a row of cs elements in shared
+//     memory; the threads scan as in the inner form.
+// The staged copies move 16-byte packs where every row of an operand
+// starts 16-byte aligned, element by element elsewhere; a thread issues
+// the packs of SCAN_SHORT_BATCH rounds of every operand before it stores
+// any into shared memory, so that a block keeps many bytes in flight.
+// L.split slices a thread (1 in the first forms that
+// BARACUDA_SCAN_SHORT_WIDE=never keeps) make a block's chunk large enough
+// for that with 16-bit types and short axes.
+// The odd word stride of an inner slice row (ns elements, see
+// ops/scan_short.go's shortStride) keeps a warp's element accesses of one
+// column off each other's banks.
 #define SCAN_SHORT_ITEMS 8
+#define SCAN_SHORT_BATCH 4
 
-// The block is blockDim.x threads, one slice each; the dynamic shared
-// memory is blockDim.x * ns elements per staged operand (dy, then x and y
-// where the op reads them), none for the direct way.
+// The block is blockDim.x threads; the dynamic shared memory is cs * ns
+// elements per staged operand (dy, then x and y where the op reads them),
+// none for the direct form.
 
 // ShortPack is 16 bytes as one vector or as elements.
 template <typename T> union ShortPack {
@@ -38,79 +51,136 @@ template <typename T> union ShortPack {
 	__device__ ShortPack() {}
 };
 
-// short_stage copies the m elements of a chunk at g into the slice rows of
-// b (element e is element e % n of slice e / n, at row stride ns).
-template <typename T>
-__device__ __forceinline__ void short_stage(T* b, const T* __restrict__ g, int m, int n, int ns) {
-	constexpr int P = 16 / (int)sizeof(T);
-	const int nt = blockDim.x;
-	int e0 = 0;
-	if ((reinterpret_cast<unsigned long long>(g) & 15) == 0) {
-		const int nv = m / P;
-		for (int i = threadIdx.x; i < nv; i += nt) {
-			ShortPack<T> pk;
-			pk.w = __ldg(reinterpret_cast<const uint4*>(g) + i);
-			unsigned q = (unsigned)(i * P) / (unsigned)n;
-			int r = i * P - (int)q * n;
-#pragma unroll
-			for (int l = 0; l < P; ++l) {
-				b[q * ns + r] = pk.v[l];
-				if (++r == n) {
-					r = 0;
-					++q;
-				}
-			}
-		}
-		e0 = nv * P;
-	}
-	for (int e = e0 + threadIdx.x; e < m; e += nt) {
+// ShortChunk is where a block's staged elements lie: rows rows of w
+// elements in each operand; element e of row k sits in shared memory at
+// at(k, e): the outer form's row k of cs elements, or the inner form's
+// (one row) element e % n of slice row e / n, ns elements apart.
+struct ShortChunk {
+	int rows, w, n, ns, cs;
+	bool outer;
+	__device__ __forceinline__ int at(int k, int e) const {
+		if (outer) return k * cs + e;
 		const unsigned q = (unsigned)e / (unsigned)n;
-		b[q * ns + (e - (int)q * n)] = scan_ld(g + e);
+		return (int)q * ns + (e - (int)q * n);
+	}
+};
+
+// short_put stores the pack of elements e .. e + P - 1 of row k into b;
+// short_get loads it. The outer form's rows are 16-byte aligned (cs is a
+// multiple of 128), so a pack is one 16-byte access there.
+template <typename T>
+__device__ __forceinline__ void short_put(T* b, const ShortChunk& C, int k, int e, const ShortPack<T>& pk) {
+	constexpr int P = 16 / (int)sizeof(T);
+	if (C.outer) {
+		*reinterpret_cast<uint4*>(b + k * C.cs + e) = pk.w;
+		return;
+	}
+	unsigned q = (unsigned)e / (unsigned)C.n;
+	int r = e - (int)q * C.n;
+#pragma unroll
+	for (int l = 0; l < P; ++l) {
+		b[q * C.ns + r] = pk.v[l];
+		if (++r == C.n) {
+			r = 0;
+			++q;
+		}
+	}
+}
+template <typename T>
+__device__ __forceinline__ void short_get(const T* b, const ShortChunk& C, int k, int e, ShortPack<T>& pk) {
+	constexpr int P = 16 / (int)sizeof(T);
+	if (C.outer) {
+		pk.w = *reinterpret_cast<const uint4*>(b + k * C.cs + e);
+		return;
+	}
+	unsigned q = (unsigned)e / (unsigned)C.n;
+	int r = e - (int)q * C.n;
+#pragma unroll
+	for (int l = 0; l < P; ++l) {
+		pk.v[l] = b[q * C.ns + r];
+		if (++r == C.n) {
+			r = 0;
+			++q;
+		}
 	}
 }
 
-// short_unstage is short_stage's inverse: the slice rows of b to the m
-// elements of the chunk at g.
-template <typename T>
-__device__ __forceinline__ void short_unstage(T* __restrict__ g, const T* b, int m, int n, int ns) {
-	constexpr int P = 16 / (int)sizeof(T);
+// short_rows_aligned: every row of an operand at g, rows gst elements
+// apart, starts 16-byte aligned.
+template <typename T> __device__ __forceinline__ bool short_rows_aligned(const T* g, i64 gst, const ShortChunk& C) {
+	return (reinterpret_cast<unsigned long long>(g) & 15) == 0 && (C.rows == 1 || (gst * (i64)sizeof(T)) % 16 == 0);
+}
+
+// short_stage copies the chunk of NO operands (row k of operand o at
+// g[o] + k * gst[o]) into their buffers, operand o's at b + o * bs: with
+// vec, the whole packs of each row in batches (the loads of a batch, every
+// operand's, before its stores), then the rest of each row element by
+// element; without, every element so.
+template <typename T, int NO>
+__device__ __forceinline__ void short_stage(T* b, int bs, const T* const (&g)[NO], const i64 (&gst)[NO],
+		const ShortChunk& C, bool vec) {
+	constexpr int P = 16 / (int)sizeof(T), B = SCAN_SHORT_BATCH;
 	const int nt = blockDim.x;
-	int e0 = 0;
-	if ((reinterpret_cast<unsigned long long>(g) & 15) == 0) {
-		const int nv = m / P;
-		for (int i = threadIdx.x; i < nv; i += nt) {
-			ShortPack<T> pk;
-			unsigned q = (unsigned)(i * P) / (unsigned)n;
-			int r = i * P - (int)q * n;
+	const int nvr = vec ? C.w / P : 0, nv = C.rows * nvr;
+	for (int i0 = threadIdx.x; i0 < nv; i0 += B * nt) {
+		ShortPack<T> pk[NO][B];
 #pragma unroll
-			for (int l = 0; l < P; ++l) {
-				pk.v[l] = b[q * ns + r];
-				if (++r == n) {
-					r = 0;
-					++q;
-				}
+		for (int u = 0; u < B; ++u) {
+			const int i = i0 + u * nt;
+			if (i < nv) {
+				const int k = (int)((unsigned)i / (unsigned)nvr), v = i - k * nvr;
+#pragma unroll
+				for (int o = 0; o < NO; ++o) pk[o][u].w = __ldg(reinterpret_cast<const uint4*>(g[o] + k * gst[o]) + v);
 			}
-			reinterpret_cast<uint4*>(g)[i] = pk.w;
 		}
-		e0 = nv * P;
+#pragma unroll
+		for (int u = 0; u < B; ++u) {
+			const int i = i0 + u * nt;
+			if (i < nv) {
+				const int k = (int)((unsigned)i / (unsigned)nvr), v = i - k * nvr;
+#pragma unroll
+				for (int o = 0; o < NO; ++o) short_put(b + o * bs, C, k, v * P, pk[o][u]);
+			}
+		}
 	}
-	for (int e = e0 + threadIdx.x; e < m; e += nt) {
-		const unsigned q = (unsigned)e / (unsigned)n;
-		g[e] = b[q * ns + (e - (int)q * n)];
+	const int e0 = nvr * P, tw = C.w - e0, ne = C.rows * tw;
+	for (int i = threadIdx.x; i < ne; i += nt) {
+		const int k = (int)((unsigned)i / (unsigned)tw), e = e0 + i - k * tw;
+#pragma unroll
+		for (int o = 0; o < NO; ++o) b[o * bs + C.at(k, e)] = scan_ld(g[o] + k * gst[o] + e);
 	}
 }
 
-// short_slice runs the backward scan of one slice of n = L.n elements:
-// element k of dy at gp[k * gs], of x at xp[k * xs], of y at yp[k * ys],
-// of dx at dp[k * ds] (generic pointers: global or shared memory). Runs go
-// against scan order, V carried from one to the next; each run's arrays
-// follow ScanRun's col convention (scan order, fill outside [lo, hi)), as
-// ScanRun::load would leave them.
-template <typename T, typename Op>
+// short_unstage is short_stage's inverse for one operand: the buffer b to
+// the chunk at g (rows gst elements apart).
+template <typename T>
+__device__ __forceinline__ void short_unstage(T* __restrict__ g, i64 gst, const T* b, const ShortChunk& C, bool vec) {
+	constexpr int P = 16 / (int)sizeof(T);
+	const int nt = blockDim.x;
+	const int nvr = vec ? C.w / P : 0, nv = C.rows * nvr;
+	for (int i = threadIdx.x; i < nv; i += nt) {
+		const int k = (int)((unsigned)i / (unsigned)nvr), v = i - k * nvr;
+		ShortPack<T> pk;
+		short_get(b, C, k, v * P, pk);
+		reinterpret_cast<uint4*>(g + k * gst)[v] = pk.w;
+	}
+	const int e0 = nvr * P, tw = C.w - e0, ne = C.rows * tw;
+	for (int i = threadIdx.x; i < ne; i += nt) {
+		const int k = (int)((unsigned)i / (unsigned)tw), e = e0 + i - k * tw;
+		g[k * gst + e] = b[C.at(k, e)];
+	}
+}
+
+// short_slice runs the backward scan of one slice of n = L.n elements in
+// runs of N: element k of dy at gp[k * gs], of x at xp[k * xs], of y at
+// yp[k * ys], of dx at dp[k * ds] (generic pointers: global or shared
+// memory). Runs go against scan order, V carried from one to the next;
+// each run's arrays follow ScanRun's col convention (scan order, fill
+// outside [lo, hi)), as ScanRun::load would leave them.
+template <typename T, typename Op, int N>
 __device__ __forceinline__ void short_slice(const T* gp, i64 gs, const T* xp, i64 xs, const T* yp, i64 ys, T* dp,
 		i64 ds, const ScanLayout& L, bool rev) {
 	typedef typename OpMath<T>::type M;
-	constexpr int N = SCAN_SHORT_ITEMS;
 	typedef ScanRun<T, Op, N, true> Run;
 	const int n = (int)L.n;
 	const int R = (n + N - 1) / N;
@@ -155,35 +225,82 @@ __device__ __forceinline__ void short_slice(const T* gp, i64 gs, const T* xp, i6
 	}
 }
 
+// short_scan is short_slice in runs of L.items: 4 (an axis of at most 4,
+// one full run, where runs of 8 would spend half their work on the fill)
+// or SCAN_SHORT_ITEMS.
+template <typename T, typename Op>
+__device__ __forceinline__ void short_scan(const T* gp, i64 gs, const T* xp, i64 xs, const T* yp, i64 ys, T* dp,
+		i64 ds, const ScanLayout& L, bool rev) {
+	if (L.items == 4) {
+		short_slice<T, Op, 4>(gp, gs, xp, xs, yp, ys, dp, ds, L, rev);
+	} else {
+		short_slice<T, Op, SCAN_SHORT_ITEMS>(gp, gs, xp, xs, yp, ys, dp, ds, L, rev);
+	}
+}
+
 template <typename T, typename Op>
 __device__ __forceinline__ void scan_backward_short(const T* __restrict__ dy, const T* __restrict__ x,
 		const T* __restrict__ y, T* __restrict__ dx, void* __restrict__, const ScanLayout& L) {
 	extern __shared__ __align__(16) unsigned char short_sm[];
 	const int nt = blockDim.x, t = threadIdx.x;
-	const i64 s0 = (i64)blockIdx.x * nt;
 	const bool rev = L.reverse != 0;
 	if (L.vec != 0) {
-		// Staged: the block's slices s0 .. s0 + cs - 1 are the elements
-		// s0 * n .. of every operand (srank 1, slice stride n, unit axis
-		// stride: the launcher's shortStaged).
-		const int n = (int)L.n, ns = n | 1;
-		const int cs = (int)min((i64)nt, L.nslices - s0), m = cs * n;
+		const bool outer = L.vec == 2;
+		const int n = (int)L.n, ns = (int)L.units, cs = nt * L.split;
+		// The block's first slice (off) and its slice count cw: inner,
+		// slices b * cs .. (srank 1, slice stride n, unit axis stride:
+		// the launcher's shortStaged); outer, see above (shortOuterOK).
+		i64 off[4];
+		int cw;
+		if (outer) {
+			const i64 d0 = L.sdim[L.srank - 1], nch = (d0 + cs - 1) / cs;
+			const i64 row = (i64)blockIdx.x / nch, j0 = ((i64)blockIdx.x - row * nch) * cs;
+			cw = (int)min((i64)cs, d0 - j0);
+			scan_slice_offsets(L, row * d0 + j0, off);
+		} else {
+			const i64 s0 = (i64)blockIdx.x * cs;
+			cw = (int)min((i64)cs, L.nslices - s0);
+#pragma unroll
+			for (int u = 0; u < 4; ++u) off[u] = s0 * L.sstride[u][0];
+		}
+		const ShortChunk C{outer ? n : 1, outer ? cw : cw * n, n, ns, cs, outer};
+		// The operands' buffers: dy, then x and y where the op reads them.
+		constexpr int NO = 1 + (Op::needs_x ? 1 : 0) + (Op::needs_y ? 1 : 0);
+		const T* g[NO];
+		i64 gst[NO];
+		g[0] = dy + off[0];
+		gst[0] = L.astride[0];
+		if (Op::needs_x) {
+			g[1] = x + off[1];
+			gst[1] = L.astride[1];
+		}
+		if (Op::needs_y) {
+			g[NO - 1] = y + off[2];
+			gst[NO - 1] = L.astride[2];
+		}
+		bool vec = true;
+#pragma unroll
+		for (int o = 0; o < NO; ++o) vec = vec && short_rows_aligned(g[o], gst[o], C);
 		T* bg = reinterpret_cast<T*>(short_sm);
-		T* bx = bg + nt * ns;
-		T* by = bx + (Op::needs_x ? nt * ns : 0);
-		short_stage(bg, dy + s0 * L.sstride[0][0], m, n, ns);
-		if (Op::needs_x) short_stage(bx, x + s0 * L.sstride[1][0], m, n, ns);
-		if (Op::needs_y) short_stage(by, y + s0 * L.sstride[2][0], m, n, ns);
+		const int bs = cs * ns;
+		short_stage<T, NO>(bg, bs, g, gst, C, vec);
 		__syncthreads();
-		if (t < cs) short_slice<T, Op>(bg + t * ns, 1, bx + t * ns, 1, by + t * ns, 1, bg + t * ns, 1, L, rev);
+		const T* bx = bg + (Op::needs_x ? bs : 0);
+		const T* by = bg + (NO - 1) * bs;
+		const i64 st = outer ? cs : 1;
+		for (int j = t; j < cw; j += nt) {
+			const int js = outer ? j : j * ns;
+			short_scan<T, Op>(bg + js, st, bx + js, st, by + js, st, bg + js, st, L, rev);
+		}
 		__syncthreads();
-		short_unstage(dx + s0 * L.sstride[3][0], bg, m, n, ns);
+		T* gd = dx + off[3];
+		short_unstage(gd, L.astride[3], bg, C, short_rows_aligned(gd, L.astride[3], C));
 		return;
 	}
-	const i64 s = s0 + t;
+	const i64 s = (i64)blockIdx.x * nt + t;
 	if (s >= L.nslices) return;
 	i64 off[4];
 	scan_slice_offsets(L, s, off);
-	short_slice<T, Op>(dy + off[0], L.astride[0], x + off[1], L.astride[1], y + off[2], L.astride[2], dx + off[3],
+	short_scan<T, Op>(dy + off[0], L.astride[0], x + off[1], L.astride[1], y + off[2], L.astride[2], dx + off[3],
 			L.astride[3], L, rev);
 }

@@ -143,9 +143,14 @@ var builds = []Build{
 	// registers, at most 36 bytes of spill stores) where the base build's
 	// three leave the SMs short of loads in flight (docs/variants.md,
 	// "Module builds").
+	//
+	// The bf16 short scan kernels run at six blocks of 128 per SM (85
+	// registers, no spills; 80 to 94 registers and five blocks without
+	// the bound), more blocks staging their chunks at once.
 	{Suffix: "_sm80", Arch: "compute_80", MinMajor: 8, DTypes: []dtype.DType{dtype.BF16}, Verify: []string{"sm_80", "sm_90"},
-		MinBlocks: map[string]int{"reduce": 3, "scan": 3}, VariantMinBlocks: map[string]int{"bcast/tile": 4, "reduce/fix": 2},
-		SpillBytes: map[string]int{"scan": 224, "bcast": 40}},
+		MinBlocks:        map[string]int{"reduce": 3, "scan": 3},
+		VariantMinBlocks: map[string]int{"bcast/tile": 4, "reduce/fix": 2, "scan/short": 6},
+		SpillBytes:       map[string]int{"scan": 224, "bcast": 40}},
 	// compute_80 for the f16 kernels of the scan family's colstrip variant
 	// (cp.async), which the base build cannot hold; every other f16 kernel
 	// keeps the base build.

@@ -195,13 +195,13 @@ struct ScanLayout {
 	i64 n;                                       // elements along the scan axis (>= 1)
 	i64 nslices;                                 // slices: the product of the other dims
 	i64 chunks;                                  // tiles per slice; > 1 chains tiles through the workspace
-	i64 units;                                   // look-back units: slices (row) or 32-slice groups (col)
+	i64 units;                                   // look-back units: slices (row) or 32-slice groups (col); short: staged slice stride
 	int srank;                                   // merged slice dims, 0..SCAN_SRANK
 	int reverse;                                 // the forward scan ran from the end of the axis
 	int phase;                                   // SCAN_MAIN, SCAN_FWD_TILES, SCAN_FWD_PREFIX or SCAN_EXT_FIX
-	int split;                                   // row: threads per slice; col: warps along the axis
-	int items;                                   // col: elements per thread per tile (row: ScanItems::row)
-	int vec;                                     // row: every operand has unit stride along the axis
+	int split;                                   // row: threads per slice; col: warps along the axis; short: slices a thread
+	int items;                                   // col: elements per thread per tile (row: ScanItems::row); short: run length
+	int vec;                                     // row: every operand has unit stride along the axis; short: the form
 	i64 sdim[BC_MAX_RANK - 1];                   // slice dims, outermost first
 	unsigned long long smagic[BC_MAX_RANK - 1];  // division by sdim: see bc_div
 	int sshift[BC_MAX_RANK];                     // SCAN_SRANK + 1 shifts

@@ -9,7 +9,7 @@ extern "C" __global__ void __launch_bounds__(256, 3) scan_bw_cumsum_bf16_row(con
 extern "C" __global__ void __launch_bounds__(256, 3) scan_bw_cumsum_bf16_col(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<__nv_bfloat16, CumsumBw>(dy, x, y, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_cumsum_bf16_short(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+extern "C" __global__ void __launch_bounds__(128, 6) scan_bw_cumsum_bf16_short(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_short<__nv_bfloat16, CumsumBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 3) scan_bw_cumsum_bf16_tall(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
@@ -21,7 +21,7 @@ extern "C" __global__ void __launch_bounds__(256, 3) scan_bw_cumprod_bf16_row(co
 extern "C" __global__ void __launch_bounds__(256, 3) scan_bw_cumprod_bf16_col(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<__nv_bfloat16, CumprodBw>(dy, x, y, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_cumprod_bf16_short(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+extern "C" __global__ void __launch_bounds__(128, 6) scan_bw_cumprod_bf16_short(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_short<__nv_bfloat16, CumprodBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 3) scan_bw_cumprod_bf16_tall(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
@@ -39,7 +39,7 @@ extern "C" __global__ void __launch_bounds__(256, 3) scan_bw_cummax_bf16_colpair
 extern "C" __global__ void __launch_bounds__(512, 1) scan_bw_cummax_bf16_colstrip(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_colstrip<__nv_bfloat16, CummaxBw>(dy, x, y, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_cummax_bf16_short(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+extern "C" __global__ void __launch_bounds__(128, 6) scan_bw_cummax_bf16_short(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_short<__nv_bfloat16, CummaxBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 3) scan_bw_cummax_bf16_tall(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
@@ -57,7 +57,7 @@ extern "C" __global__ void __launch_bounds__(256, 3) scan_bw_cummin_bf16_colpair
 extern "C" __global__ void __launch_bounds__(512, 1) scan_bw_cummin_bf16_colstrip(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_colstrip<__nv_bfloat16, CumminBw>(dy, x, y, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_cummin_bf16_short(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+extern "C" __global__ void __launch_bounds__(128, 6) scan_bw_cummin_bf16_short(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_short<__nv_bfloat16, CumminBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 3) scan_bw_cummin_bf16_tall(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
@@ -69,7 +69,7 @@ extern "C" __global__ void __launch_bounds__(256, 3) scan_bw_logcumsumexp_bf16_r
 extern "C" __global__ void __launch_bounds__(256, 3) scan_bw_logcumsumexp_bf16_col(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_col<__nv_bfloat16, LogcumsumexpBw>(dy, x, y, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_logcumsumexp_bf16_short(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+extern "C" __global__ void __launch_bounds__(128, 6) scan_bw_logcumsumexp_bf16_short(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_short<__nv_bfloat16, LogcumsumexpBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 2) scan_bw_logcumsumexp_bf16_tall(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {

@@ -193,8 +193,11 @@ type ScanBackward struct {
 	stripAll bool
 	// short: the plan takes the short mapping (scan_short.go): kernel is
 	// the short kernel, every Run launches it, and pairK and stripK are
-	// nil.
-	short bool
+	// nil. shortOld and shortAll: scanShortWideEnv is "never" or
+	// "always"; shortK: the most slices a thread of the wide forms.
+	short              bool
+	shortOld, shortAll bool
+	shortK             int64
 	// tallK and tallG are the tall kernel and its geometry where the
 	// policy takes the tall mapping (scan_tall.go, tallWanted): Run takes
 	// it where the operands allow (tallLayout), the col kernel elsewhere.

@@ -56,7 +56,9 @@ func TestScanShortPolicy(t *testing.T) {
 				if p.kernel.block != scanShortBlock {
 					t.Errorf("%s %s: block %d, want %d (the spec's)", op, dt, p.kernel.block, scanShortBlock)
 				}
-				sm := scanShortSmem(op, dt, int64(c.shape[c.axis]), scanShortBlock)
+				n := int64(c.shape[c.axis])
+				sm := max(scanShortSmem(op, dt, n|1, scanShortBlock),
+					scanShortSmem(op, dt, shortStride(n, dt.Size()), scanShortBlock*shortSlices(dt, n, scanShortBlock)))
 				if want := int(sm); sm <= scanShortSmemCap && (p.kernel.smem != want || p.kernel.smemCap != scanShortSmemCap) ||
 					sm > scanShortSmemCap && p.kernel.smem != 0 {
 					t.Errorf("%s %s %v: smem %d cap %d, want %d", op, dt, c.shape, p.kernel.smem, p.kernel.smemCap, want)
@@ -64,15 +66,35 @@ func TestScanShortPolicy(t *testing.T) {
 			}
 		}
 	}
-	// Staged shared memory: dy, x, y by op, odd slice strides.
-	if got := scanShortSmem(ScanCumsum, dtype.F32, 4, 128); got != 128*5*4 {
-		t.Errorf("cumsum f32 n=4: %d bytes", got)
+	// Staged shared memory: dy, x, y by op; the slices a thread.
+	if got := scanShortSmem(ScanCumsum, dtype.F32, 5, 128); got != 128*5*4 {
+		t.Errorf("cumsum f32 ns=5: %d bytes", got)
 	}
-	if got := scanShortSmem(ScanCummax, dtype.BF16, 3, 128); got != 2*128*3*2 {
-		t.Errorf("cummax bf16 n=3: %d bytes", got)
+	if got := scanShortSmem(ScanCummax, dtype.BF16, 3, 256); got != 2*256*3*2 {
+		t.Errorf("cummax bf16 ns=3, 256 slices: %d bytes", got)
 	}
-	if got := scanShortSmem(ScanCumprod, dtype.F64, 32, 128); got <= scanShortSmemCap {
+	if got := scanShortSmem(ScanCumprod, dtype.F64, 33, 128); got <= scanShortSmemCap {
 		t.Errorf("cumprod f64 n=32: %d bytes fit the cap: the case of the in-place path is gone", got)
+	}
+	for _, c := range []struct {
+		dt   dtype.DType
+		n, k int64
+	}{{dtype.BF16, 4, 8}, {dtype.F32, 4, 4}, {dtype.F64, 4, 2}, {dtype.BF16, 1, 16}, {dtype.F16, 16, 2},
+		{dtype.F32, 16, 1}, {dtype.BF16, 32, 1}, {dtype.F64, 32, 1}} {
+		if got := shortSlices(c.dt, c.n, scanShortBlock); got != c.k {
+			t.Errorf("%s n=%d: %d slices a thread, want %d", c.dt, c.n, got, c.k)
+		}
+	}
+	// The wide forms' largest shared memory stays far below the cap: at
+	// most three operands of scanShortChunk bytes, their slices at most
+	// twice as far apart as their length.
+	for _, dt := range dtype.All {
+		for n := int64(1); n <= scanShortMaxN; n++ {
+			k := shortSlices(dt, n, scanShortBlock)
+			if sm := scanShortSmem(ScanCumprod, dt, shortStride(n, dt.Size()), scanShortBlock*k); k > 1 && sm > 6*scanShortChunk {
+				t.Errorf("%s n=%d: %d bytes at %d slices a thread", dt, n, sm, k)
+			}
+		}
 	}
 	t.Setenv(scanShortEnv, "never")
 	if p, _ := NewScanBackward(ScanDesc{Op: ScanCumsum, DType: dtype.F32, Shape: []int{4194304, 4}, Axis: 1}); p.short {
@@ -152,80 +174,18 @@ func TestScanShortStaged(t *testing.T) {
 	}
 }
 
-// TestScanShortStageModel runs a Go model of short_stage's index walk (a
-// block's chunk of m = cs*n elements, 16-byte packs of P elements, then
-// element copies): every element lands once, at row e/n and column e%n of
-// the rows ns = n|1 apart, and the odd stride keeps the element accesses
-// of a warp on distinct banks for 4-byte elements.
-func TestScanShortStageModel(t *testing.T) {
-	const nt = scanShortBlock
-	for _, size := range []int{2, 4, 8} {
-		P := 16 / size
-		for n := 1; n <= scanShortMaxN; n++ {
-			ns := n | 1
-			for _, cs := range []int{nt, 1, 44, 127} {
-				for _, aligned := range []bool{true, false} {
-					m := cs * n
-					seen := make([]int, nt*ns)
-					put := func(q, r, e int) {
-						if q != e/n || r != e%n {
-							t.Fatalf("size %d n %d: element %d at row %d col %d", size, n, e, q, r)
-						}
-						seen[q*ns+r]++
-					}
-					e0 := 0
-					if aligned {
-						nv := m / P
-						for i := 0; i < nv; i++ {
-							q := i * P / n
-							r := i*P - q*n
-							for l := 0; l < P; l++ {
-								put(q, r, i*P+l)
-								if r++; r == n {
-									r, q = 0, q+1
-								}
-							}
-						}
-						e0 = nv * P
-					}
-					for e := e0; e < m; e++ {
-						q := e / n
-						put(q, e-q*n, e)
-					}
-					for q := 0; q < nt; q++ {
-						for r := 0; r < ns; r++ {
-							want := 0
-							if q < cs && r < n {
-								want = 1
-							}
-							if seen[q*ns+r] != want {
-								t.Fatalf("size %d n %d cs %d: row %d col %d written %d times", size, n, cs, q, r, seen[q*ns+r])
-							}
-						}
-					}
-				}
-			}
-		}
-	}
-	for n := 1; n <= scanShortMaxN; n++ {
-		ns := n | 1
-		banks := map[int]bool{}
-		for lane := 0; lane < 32; lane++ {
-			banks[(lane*ns)%32] = true
-		}
-		if len(banks) != 32 {
-			t.Errorf("n %d: a warp's 4-byte accesses of one column touch %d banks", n, len(banks))
-		}
-	}
-}
-
-// TestScanShortRunModel runs a Go model of short_slice's walk: runs of 8
-// elements (SCAN_SHORT_ITEMS) taken against scan order, each index of a
+// TestScanShortRunModel runs a Go model of short_slice's walk: runs of N
+// elements (L.items: 4, or SCAN_SHORT_ITEMS, 8) taken against scan order, each index of a
 // run in scan order, the forward state of a run from exactly the elements
 // before it in scan order, and y before it (yb) the element just before
 // it in scan order: every element once, V carried in reverse scan order.
 func TestScanShortRunModel(t *testing.T) {
-	const N = 8
+	for _, N := range []int{scanShortItems4, scanShortItems} {
+		testShortRuns(t, N)
+	}
+}
+
+func testShortRuns(t *testing.T, N int) {
 	for n := 1; n <= scanShortMaxN; n++ {
 		for _, rev := range []bool{false, true} {
 			// pos is the scan position of element k.
@@ -254,7 +214,7 @@ func TestScanShortRunModel(t *testing.T) {
 						continue
 					}
 					if pos(k) != next {
-						t.Fatalf("n %d rev %v: run %d index %d is element %d at scan position %d, want %d", n, rev, j, i, k, pos(k), next)
+						t.Fatalf("N %d n %d rev %v: run %d index %d is element %d at scan position %d, want %d", N, n, rev, j, i, k, pos(k), next)
 					}
 					next--
 				}

@@ -108,13 +108,13 @@ type scanLayout struct {
 	n          int64                 // elements along the scan axis (>= 1)
 	nslices    int64                 // slices: the product of the other dims
 	chunks     int64                 // tiles per slice; > 1 chains tiles through the workspace
-	units      int64                 // look-back units: slices (row) or 32-slice groups (col)
+	units      int64                 // look-back units: slices (row) or 32-slice groups (col); short: staged slice stride
 	srank      int32                 // merged slice dims, 0..SCAN_SRANK
 	reverse    int32                 // the forward scan ran from the end of the axis
 	phase      int32                 // SCAN_MAIN, SCAN_FWD_TILES, SCAN_FWD_PREFIX or SCAN_EXT_FIX
-	split      int32                 // row: threads per slice; col: warps along the axis
-	items      int32                 // col: elements per thread per tile (row: ScanItems::row)
-	vec        int32                 // row: every operand has unit stride along the axis
+	split      int32                 // row: threads per slice; col: warps along the axis; short: slices a thread
+	items      int32                 // col: elements per thread per tile (row: ScanItems::row); short: run length
+	vec        int32                 // row: every operand has unit stride along the axis; short: the form
 	sdim       [MaxRank - 1]int64    // slice dims, outermost first
 	smagic     [MaxRank - 1]uint64   // division by sdim: see bc_div
 	sshift     [MaxRank]int32        // SCAN_SRANK + 1 shifts

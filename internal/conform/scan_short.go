@@ -91,3 +91,82 @@ func ScanShortDefaultCases(quick bool) []ScanCase {
 	}
 	return cs
 }
+
+// ScanShortWideLengths are the axis lengths of ScanShortWideCases: those
+// with several slices a thread in the wide forms (1 to 16 elements; 2 to
+// 16 slices a thread by dtype), runs of 4 (1 to 4) and of 8 (5, 16), and
+// one past the slices a thread (32).
+var ScanShortWideLengths = []int{1, 2, 3, 4, 5, 16, 32}
+
+// ScanShortWideCases are the wide forms' cases (gen/scan_short.cuh,
+// ops/scan_short.go), which TestScanShortWideGPU runs with
+// BARACUDA_SCAN_SHORT=always and BARACUDA_SCAN_SHORT_WIDE=always, so that
+// every staged block takes its most slices a thread (up to 2048 slices a
+// block):
+//   - the inner form, [4500, k] along axis 1: two or more full blocks and
+//     a partial one whose chunk ends inside a 16-byte pack; unaligned
+//     (element copies), shifted by 8 elements (16-byte packs for 16-bit
+//     types only), in place and over x;
+//   - the outer form, [k, 4500] along axis 0: several blocks a row, the
+//     last partial and its rows ending inside a pack; rows padded to a
+//     multiple of 8 elements (aligned rows, not contiguous), padded by
+//     one (element copies), unaligned, one operand transposed among
+//     contiguous ones (the direct form), in place and over x;
+//     [3, k, 1000] along axis 1: rows of two slice dims that do not
+//     merge, shorter than a block's slices; [k, 4, 520] along axis 0,
+//     whose slice dims merge;
+//   - every value kind.
+func ScanShortWideCases(quick bool) []ScanCase {
+	var cs []ScanCase
+	add := func(shape []int, axis int, l [4]func([]int) Layout, v ScanValues) {
+		cs = append(cs, ScanCase{Shape: shape, Axis: axis, Layouts: l, Values: v})
+	}
+	kinds := []ScanValues{ScanNormal, ScanSpecial, ScanExact, ScanNonFinite}
+	mixed := [4]func([]int) Layout{Contiguous, Transposed, Contiguous, Contiguous}
+	for i, k := range ScanShortWideLengths {
+		v := kinds[i%len(kinds)]
+		add([]int{4500, k}, 1, scanSame(Contiguous), v)
+		add([]int{k, 4500}, 0, scanSame(Contiguous), kinds[(i+1)%len(kinds)])
+		if quick && k != 4 {
+			continue
+		}
+		add([]int{4500, k}, 1, scanSame(Contiguous), ScanSpecial)
+		add([]int{k, 4500}, 0, scanSame(Contiguous), ScanSpecial)
+		add([]int{4500, k}, 1, scanSame(Unaligned), kinds[(i+2)%len(kinds)])
+		add([]int{k, 4500}, 0, scanSame(ScanRowsPadded), kinds[(i+3)%len(kinds)])
+		add([]int{k, 4500}, 0, scanSame(Padded), ScanExact)
+		add([]int{k, 4500}, 0, scanSame(Unaligned), ScanNonFinite)
+		add([]int{3, k, 1000}, 1, scanSame(Contiguous), v)
+		if quick {
+			continue
+		}
+		add([]int{4500, k}, 1, scanSame(Shifted(8)), ScanNormal)
+		add([]int{k, 4500}, 0, mixed, ScanSpecial)
+		add([]int{k, 4, 520}, 0, scanSame(Contiguous), ScanNonFinite)
+	}
+	cs = append(cs,
+		ScanCase{Shape: []int{4500, 4}, Axis: 1, Layouts: scanSame(Contiguous), Values: ScanSpecial, InPlace: true},
+		ScanCase{Shape: []int{4500, 3}, Axis: 1, Layouts: scanSame(Contiguous), Values: ScanNonFinite, OverX: true},
+		ScanCase{Shape: []int{4, 4500}, Axis: 0, Layouts: scanSame(Contiguous), Values: ScanSpecial, InPlace: true},
+		ScanCase{Shape: []int{5, 4500}, Axis: 0, Layouts: scanSame(ScanRowsPadded), Values: ScanNonFinite, OverX: true},
+	)
+	return cs
+}
+
+// ScanRowsPadded lays a shape of rank 2 or more out with its innermost
+// rows a multiple of 8 elements and at least 8 longer than the dim: each
+// row starts 16-byte aligned for every dtype, and no row is contiguous
+// with the next.
+func ScanRowsPadded(shape []int) Layout {
+	strides := make([]int, len(shape))
+	s := 1
+	for d := len(shape) - 1; d >= 0; d-- {
+		strides[d] = s
+		if d == len(shape)-1 {
+			s = (shape[d]+7)/8*8 + 8
+		} else {
+			s *= shape[d]
+		}
+	}
+	return Layout{Name: "rowspadded", Strides: strides, Span: spanOf(shape, strides)}
+}

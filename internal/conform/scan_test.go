@@ -62,8 +62,8 @@ func TestScanNonFiniteCasesDecide(t *testing.T) {
 }
 
 // TestScanShortCasesTakeShort: with BARACUDA_SCAN_SHORT=always every
-// ScanShortCases plan of a non-empty tensor takes the short kernel (so
-// TestScanShortGPU checks it), and with the knob unset the default policy
+// ScanShortCases and ScanShortWideCases plan of a non-empty tensor takes
+// the short kernel (so TestScanShortGPU and TestScanShortWideGPU check it), and with the knob unset the default policy
 // takes it for every ScanShortDefaultCases plan.
 func TestScanShortCasesTakeShort(t *testing.T) {
 	check := func(cases []ScanCase) {
@@ -87,6 +87,7 @@ func TestScanShortCasesTakeShort(t *testing.T) {
 	}
 	t.Setenv("BARACUDA_SCAN_SHORT", "always")
 	check(ScanShortCases(false))
+	check(ScanShortWideCases(false))
 	t.Setenv("BARACUDA_SCAN_SHORT", "")
 	check(ScanShortDefaultCases(false))
 }
