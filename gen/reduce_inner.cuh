@@ -1,8 +1,7 @@
 #pragma once
 // The short mapping's packed inner form (reduce_inner): an innermost axis
-// of k in RED_INNER_KS positions over many slices, each thread owning
-// whole 16-byte packs of x and dx and the whole slices they hold, with no
-// shared memory.
+// of a few positions over many slices, each thread owning whole 16-byte
+// packs of x and dx and the whole slices they hold, with no shared memory.
 #include "reduce_short.cuh"
 
 // RED_INNER_PACKS: the packs of x a thread loads in a step before it uses
@@ -11,16 +10,23 @@
 // RED_INNER_VALS: the most values of dy (and of y) a thread loads in a
 // step, which bounds the registers of the units of many short slices.
 #define RED_INNER_VALS 8
+// RED_INNER_UNIT: the longest unit the packed form takes, in elements
+// (lcm(k, N); innerPacked in ops/reduce_inner.go): 8 packs of f32, 4 of
+// f16 and bf16. Units of up to 64 elements (up to 15 packs of f32, 7 of
+// f16 and bf16) spill registers at 4 blocks an SM.
+#define RED_INNER_UNIT 32
 
 template <int A, int B> struct RedGcd { static constexpr int v = RedGcd<B, A % B>::v; };
 template <int A> struct RedGcd<A, 0> { static constexpr int v = A; };
 
 // RedInner<T, K> is a thread's unit for slices of K elements: U packs of
 // x holding Q whole slices (U*N = Q*K = lcm(K, N), N = Pack<T>::N), and
-// the units a thread takes in a step, B (innerUnit in ops/reduce_inner.go).
+// the units a thread takes in a step, B (innerUnit in ops/reduce_inner.go);
+// ok: the packed form takes K (a unit of at most RED_INNER_UNIT elements).
 template <typename T, int K> struct RedInner {
 	static constexpr int N = Pack<T>::N;
 	static constexpr int U = K / RedGcd<K, N>::v, Q = N / RedGcd<K, N>::v;
+	static constexpr bool ok = U * N <= RED_INNER_UNIT;
 	static constexpr int B0 = RED_INNER_PACKS / U < RED_INNER_VALS / Q ? RED_INNER_PACKS / U : RED_INNER_VALS / Q;
 	static constexpr int B = B0 > 0 ? B0 : 1;
 };
@@ -78,8 +84,10 @@ __device__ __forceinline__ void red_inner_slice(const M (&xs)[K], M g, M ys, M (
 // over the grid), so each load of a pack, and of dy and y, is coalesced
 // across the warp: it issues every load of the step (a lane past the end
 // re-reads the last unit) before it uses any, then reduces each of its
-// slices in registers and stores its dx packs. It returns Q: the S % Q
-// slices past the last unit are red_inner_tail's.
+// slices in registers, storing each dx pack once its last slice is done
+// (so the registers of a long unit's packs free as it goes). It returns
+// Q: the S % Q slices past the last unit are red_inner_tail's (0 for a K
+// it does not take: the launcher never gives it one).
 template <typename T, typename Op, int K>
 __device__ __forceinline__ int red_inner_k(const T* __restrict__ x, const T* __restrict__ y,
 		const T* __restrict__ dy, T* __restrict__ dx, const ReduceLayout& L) {
@@ -87,6 +95,7 @@ __device__ __forceinline__ int red_inner_k(const T* __restrict__ x, const T* __r
 	typedef RedInner<T, K> R;
 	constexpr int N = R::N, U = R::U, Q = R::Q, B = R::B;
 	typedef RedVals<T, Q> Vals;
+	if (!R::ok) return 0;
 	const i64 units = L.slices / Q;
 	const int lane = threadIdx.x & 31;
 	const bool gvec = Vals::aligned(dy) && (!Op::needs_y || Vals::aligned(y));
@@ -123,9 +132,11 @@ __device__ __forceinline__ int red_inner_k(const T* __restrict__ x, const T* __r
 						const int e = q * K + j;
 						out[e / N].v[e % N] = from_op<T>(d[j]);
 					}
-				}
 #pragma unroll
-				for (int j = 0; j < U; ++j) store_pack(dx + (u * U + j) * N, out[j]);
+					for (int j = 0; j < U; ++j) {
+						if ((j * N + N - 1) / K == q) store_pack(dx + (u * U + j) * N, out[j]);
+					}
+				}
 			}
 		}
 	}
@@ -149,11 +160,13 @@ __device__ __noinline__ void red_inner_tail(const T* __restrict__ x, const T* __
 	for (int j = 0; j < k; ++j) dx[s * k + j] = from_op<T>(Op::elem(c, Op::needs_x ? to_op(x[s * k + j]) : M(0)));
 }
 
-// reduce_inner: the packed form, a body per axis length it takes (1, 2,
-// 3, 4, 6, 8, 12 and 16: innerPacked in ops/reduce_inner.go; the others
-// keep the staged inner form, red_short_inner), all its index math
-// constant; then a thread of the last block takes each of the S % Q
-// slices past the last unit (red_inner_tail). Layout: k, slices, scale.
+// reduce_inner: the packed form, a body per axis length it takes (the k
+// up to RED_SHORT_KMAX whose unit fits RED_INNER_UNIT: 1 to 8, 10, 12, 14
+// and 16 of f32, 1, 2, 3, 4, 6, 8, 12 and 16 of f16 and bf16; innerPacked
+// in ops/reduce_inner.go; the others keep the staged inner form,
+// red_short_inner), all its index math constant; then a thread of the
+// last block takes each of the S % Q slices past the last unit
+// (red_inner_tail). Layout: k, slices, scale.
 template <typename T, typename Op>
 __device__ __forceinline__ void reduce_inner(const T* __restrict__ x, const T* __restrict__ y,
 		const T* __restrict__ dy, T* __restrict__ dx, void* __restrict__, const ReduceLayout& L) {
@@ -163,12 +176,17 @@ __device__ __forceinline__ void reduce_inner(const T* __restrict__ x, const T* _
 	case 2: q = red_inner_k<T, Op, 2>(x, y, dy, dx, L); break;
 	case 3: q = red_inner_k<T, Op, 3>(x, y, dy, dx, L); break;
 	case 4: q = red_inner_k<T, Op, 4>(x, y, dy, dx, L); break;
+	case 5: q = red_inner_k<T, Op, 5>(x, y, dy, dx, L); break;
 	case 6: q = red_inner_k<T, Op, 6>(x, y, dy, dx, L); break;
+	case 7: q = red_inner_k<T, Op, 7>(x, y, dy, dx, L); break;
 	case 8: q = red_inner_k<T, Op, 8>(x, y, dy, dx, L); break;
+	case 10: q = red_inner_k<T, Op, 10>(x, y, dy, dx, L); break;
 	case 12: q = red_inner_k<T, Op, 12>(x, y, dy, dx, L); break;
+	case 14: q = red_inner_k<T, Op, 14>(x, y, dy, dx, L); break;
 	case 16: q = red_inner_k<T, Op, 16>(x, y, dy, dx, L); break;
 	default: return;
 	}
+	if (q == 0) return;
 	const i64 left = L.slices % q;
 	if (blockIdx.x == gridDim.x - 1 && threadIdx.x < left) red_inner_tail<T, Op>(x, y, dy, dx, L, L.slices - left + threadIdx.x);
 }

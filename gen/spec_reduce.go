@@ -123,9 +123,10 @@ var reduceFamily = Family{
 		// the sm80 build's three would spill every op.
 		{Name: "short", Template: "reduce_short", MinBlocks: 2, OpMinBlocks: map[string]int{"prod": 1}},
 		// inner: the short mapping's packed inner form (reduce_inner.cuh):
-		// an innermost axis of 1, 2, 3, 4, 6, 8, 12 or 16 positions, a
-		// thread owning whole 16-byte packs of x and dx and the slices in
-		// them; every op, f32, f16 and bf16 (f64 keeps the staged form).
+		// a short innermost axis whose units (lcm(k, N) elements) fit
+		// RED_INNER_UNIT, a thread owning whole 16-byte packs of x and dx
+		// and the slices in them; every op, f32, f16 and bf16 (f64 keeps
+		// the staged form).
 		// Four blocks an SM (64 registers) keep 64 KiB of x in flight
 		// an SM and spill nothing.
 		{Name: "inner", Template: "reduce_inner", MinBlocks: 4, DTypes: []dtype.DType{dtype.F32, dtype.F16, dtype.BF16}},

@@ -1,8 +1,9 @@
 package ops
 
 // The short mapping's packed inner form (gen/reduce_inner.cuh,
-// reduce_inner): an innermost axis of k in {1, 2, 3, 4, 6, 8, 12, 16}
-// positions over many slices, f32, f16 and bf16. x and dx, seen as [S, k],
+// reduce_inner): an innermost axis of k positions over many slices, f32
+// (k = 1 to 8, 10, 12, 14, 16), f16 and bf16 (k = 1, 2, 3, 4, 6, 8, 12,
+// 16): those whose unit fits redInnerUnit. x and dx, seen as [S, k],
 // are cut into units of lcm(k, N) elements (N = 16/size, a 16-byte pack):
 // u = k/gcd(k, N) packs holding q = N/gcd(k, N) whole slices. A thread
 // owns whole units: it loads their packs of x and the q values of dy and y
@@ -21,16 +22,20 @@ const (
 	// redInnerVals is RED_INNER_VALS: the most values of dy (and y) a
 	// thread loads in a step.
 	redInnerVals = 8
+	// redInnerUnit is RED_INNER_UNIT: the longest unit, in elements.
+	redInnerUnit = 32
 )
 
 // innerPacked reports whether the packed inner form takes an axis of k on
-// elements of size bytes (the bodies reduce_inner has).
+// elements of size bytes (the bodies reduce_inner has): f32, f16 and bf16,
+// k up to redShortMaxK whose unit, lcm(k, N), is at most redInnerUnit
+// elements.
 func innerPacked(k int64, size int) bool {
-	switch k {
-	case 1, 2, 3, 4, 6, 8, 12, 16:
-		return size == 2 || size == 4
+	if size != 2 && size != 4 || k < 1 || k > redShortMaxK {
+		return false
 	}
-	return false
+	n := int64(16 / size)
+	return k/gcd64(k, n)*n <= redInnerUnit
 }
 
 // innerUnit is RedInner<T, k>: a unit's packs u and slices q (u*N = q*k =

@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -18,7 +19,8 @@ func TestReduceInnerUnit(t *testing.T) {
 	}{
 		{4, 4, 1, 1, 4}, {4, 2, 1, 2, 4}, {1, 2, 1, 8, 1}, {1, 4, 1, 4, 2}, {2, 2, 1, 4, 2}, {2, 4, 1, 2, 4},
 		{8, 2, 1, 1, 4}, {8, 4, 2, 1, 2}, {16, 2, 2, 1, 2}, {16, 4, 4, 1, 1}, {3, 2, 3, 8, 1}, {3, 4, 3, 4, 1},
-		{6, 2, 3, 4, 1}, {6, 4, 3, 2, 1}, {12, 2, 3, 2, 1}, {12, 4, 3, 1, 1},
+		{6, 2, 3, 4, 1}, {6, 4, 3, 2, 1}, {12, 2, 3, 2, 1}, {12, 4, 3, 1, 1}, {5, 4, 5, 4, 1}, {7, 4, 7, 4, 1},
+		{10, 4, 5, 2, 1}, {14, 4, 7, 2, 1},
 	} {
 		u, q, b := innerUnit(c.k, c.size)
 		if u != c.u || q != c.q || b != c.b {
@@ -36,8 +38,17 @@ func TestReduceInnerUnit(t *testing.T) {
 			}
 		}
 	}
-	if innerPacked(4, 8) || innerPacked(5, 2) || innerPacked(17, 4) {
-		t.Errorf("innerPacked takes f64, k = 5 or k = 17")
+	want := map[int][]int64{4: {1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16}, 2: {1, 2, 3, 4, 6, 8, 12, 16}, 8: nil}
+	for size, ks := range want {
+		var got []int64
+		for k := int64(0); k <= redShortMaxK+1; k++ {
+			if innerPacked(k, size) {
+				got = append(got, k)
+			}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(ks) {
+			t.Errorf("size %d: innerPacked takes k %v, want %v", size, got, ks)
+		}
 	}
 }
 
@@ -50,7 +61,10 @@ func TestReduceInnerUnit(t *testing.T) {
 func TestReduceInnerModel(t *testing.T) {
 	for _, size := range []int{2, 4} {
 		n := int64(16 / size)
-		for _, k := range []int64{1, 2, 3, 4, 6, 8, 12, 16} {
+		for k := int64(1); k <= redShortMaxK; k++ {
+			if !innerPacked(k, size) {
+				continue
+			}
 			for _, slices := range []int64{1, 7, 8, 9, 1001, 4099, 65537} {
 				u, q, b := innerUnit(k, size)
 				units := slices / q
@@ -103,7 +117,7 @@ func TestReduceInnerModel(t *testing.T) {
 // TestReduceInnerPolicy checks which plans take the packed inner form:
 // by default every op of f32, f16 and bf16 along an innermost axis of a k
 // it serves over at least 2^16 slices; the staged form for the other k
-// (16-bit dtypes) and under BARACUDA_REDUCE_SHORT=staged (the policy
+// of the 16-bit dtypes (f32 and f64 off the mapping) and under BARACUDA_REDUCE_SHORT=staged (the policy
 // before the packed form) and staged-always; never neither.
 func TestReduceInnerPolicy(t *testing.T) {
 	for _, op := range ReduceOps() {
@@ -117,12 +131,14 @@ func TestReduceInnerPolicy(t *testing.T) {
 				{[]int{4194304, 4}, "", ifs(packed, "inner", "")},
 				{[]int{1 << 16, 3}, "", ifs(packed, "inner", "")},
 				{[]int{1 << 16, 16}, "", ifs(packed, "inner", "")},
-				{[]int{1 << 16, 5}, "", ifs(dt.Size() == 2, "short", "")},
+				{[]int{1 << 16, 5}, "", ifs(dt.Size() == 4, "inner", ifs(dt.Size() == 2, "short", ""))},
+				{[]int{1 << 16, 9}, "", ifs(dt.Size() == 2, "short", "")},
 				{[]int{4194304, 4}, "staged", ifs(dt.Size() == 2, "short", "")},
 				{[]int{4194304, 4}, "never", ""},
 				{[]int{100, 4}, "", ""},
 				{[]int{100, 4}, "always", ifs(packed, "inner", "short")},
-				{[]int{100, 7}, "always", "short"},
+				{[]int{100, 7}, "always", ifs(dt.Size() == 4, "inner", "short")},
+				{[]int{100, 9}, "always", "short"},
 				{[]int{100, 4}, "staged-always", "short"},
 				{[]int{1 << 16, 4}, "staged-always", "short"},
 			} {

@@ -14,7 +14,7 @@ import (
 // thread holds a whole slice's statistics in registers. Forms, by where the axis is:
 //
 //   - inner, packed (the axis is x's innermost dim that is not 1: x seen
-//     as [S, k], k in 1, 2, 3, 4, 6, 8, 12 or 16, f32, f16 and bf16;
+//     as [S, k], f32, f16 and bf16 and most k: innerPacked in
 //     reduce_inner.go): a thread owns whole 16-byte packs of x and dx and
 //     the whole slices they hold, with no shared memory;
 //   - inner, staged (the other innermost axes): a block copies a chunk of
