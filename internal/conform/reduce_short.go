@@ -1,7 +1,7 @@
 package conform
 
 // ReduceShortCases are the short mapping's shapes (ops/reduce_short.go): a
-// single axis of k in {1, 2, 3, 4, 5, 6, 7, 8, 12, 15, 16} positions,
+// single axis of k in {1, ..., 8, 10, 12, 14, 15, 16} positions,
 // innermost ([1001, k] along axis 1: one chunk, or several with a partial
 // last one, and for most k a chunk that ends off a 16-byte pack; for the
 // packed form, units of 2, 4 or 8 slices with 1 to 7 slices left over for
@@ -19,7 +19,7 @@ package conform
 // more) do. quick keeps k in {1, 3, 4, 8, 16} and the other paths' layouts
 // for k = 3 only.
 func ReduceShortCases(quick bool) []ReduceCase {
-	ks := []int{1, 2, 3, 4, 5, 6, 7, 8, 12, 15, 16}
+	ks := []int{1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 15, 16}
 	if quick {
 		ks = []int{1, 3, 4, 8, 16}
 	}
@@ -56,8 +56,9 @@ func ReduceShortCases(quick bool) []ReduceCase {
 // default (k <= 16 and at least 2^16 slices): the two layouts at
 // 2^18 elements, a last block of one slice, several outer indices, dims
 // of 1 around the axis, and innermost axes of the packed inner form with
-// slices left over past its last whole unit (2 and 6: one slice) and of
-// the staged form (5); contiguous, and with every slice's elements equal.
+// slices left over past its last whole unit (2 and 6: one slice; 5: f32
+// packed, 16-bit staged); contiguous, and with every slice's elements
+// equal.
 // quick keeps the first two.
 func ReduceShortLargeCases(quick bool) []ReduceCase {
 	shapes := []struct {
