@@ -64,3 +64,4 @@
 #include "reduce_kernels.cuh"
 #include "reduce_seg.cuh"
 #include "reduce_short.cuh"
+#include "reduce_inner.cuh"

@@ -1,5 +1,7 @@
 package main
 
+import "github.com/baracuda-go/baracuda/dtype"
+
 // reduceFamily: single-axis reduction backward. Nine variants share the
 // ABI: "row" (the axis is x's fastest dim: threads step along it) and "col"
 // (an outer axis: threads step across slices) compute a slice's statistics
@@ -19,7 +21,8 @@ package main
 // memory. "seg" reduces over several axes whose reduced dims do not
 // coalesce into one group (ops/reduce_multi.go). "short" is a short
 // axis (at most 16 positions) over many slices on dense operands, each
-// slice's statistics in one thread's registers (ops/reduce_short.go). A variant is instantiated only for the ops it serves (the lists
+// slice's statistics in one thread's registers (ops/reduce_short.go), and
+// "inner" its packed form for an innermost axis (ops/reduce_inner.go). A variant is instantiated only for the ops it serves (the lists
 // below). Layout is ReduceLayout (spec_layouts.go).
 // redCluster is the cluster variant's blocks per cluster
 // (also RED_CLUSTER_BLOCKS and ops' redCluster, through gen/spec_consts.go): 2, which
@@ -119,5 +122,13 @@ var reduceFamily = Family{
 		// keeps one (its other dtypes fit two in their registers anyway);
 		// the sm80 build's three would spill every op.
 		{Name: "short", Template: "reduce_short", MinBlocks: 2, OpMinBlocks: map[string]int{"prod": 1}},
+		// inner: the short mapping's packed inner form (reduce_inner.cuh):
+		// a short innermost axis whose units (lcm(k, N) elements) fit
+		// RED_INNER_UNIT, a thread owning whole 16-byte packs of x and dx
+		// and the slices in them; every op, f32, f16 and bf16 (f64 keeps
+		// the staged form).
+		// Four blocks an SM (64 registers) keep 64 KiB of x in flight
+		// an SM and spill nothing.
+		{Name: "inner", Template: "reduce_inner", MinBlocks: 4, DTypes: []dtype.DType{dtype.F32, dtype.F16, dtype.BF16}},
 	},
 }

@@ -426,7 +426,10 @@ func (p *ReduceBackward) Kernel() KernelInfo {
 	// BARACUDA_REDUCE_SHORT=always), innermost or with an inner extent
 	// that is a multiple of a vector of 4 slices (16-bit dtypes) or 16
 	// bytes, where the default policy finds it faster (shortPays in
-	// reduce_short.go).
+	// reduce_short.go); "inner" in its place for an innermost axis in
+	// f32, f16 and bf16 where the packed inner form takes its length
+	// (innerPacked in reduce_inner.go: f32 all but 9, 11, 13 and 15; f16
+	// and bf16 1, 2, 3, 4, 6, 8, 12 and 16).
 	if m := p.multi; m != nil {
 		if m.inner != nil {
 			return m.inner.Kernel()

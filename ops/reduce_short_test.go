@@ -20,13 +20,19 @@ func TestReduceShortGeometry(t *testing.T) {
 	}{
 		{[]int{4, 4194304}, 0, 4, "", redShortOuter, 4194304 / 4, 4194304 / 4},
 		{[]int{4, 4194304}, 0, 2, "", redShortOuter, 4194304 / 4, 4194304 / 4},
-		{[]int{4194304, 4}, 1, 4, "", redShortInner, 0, 0},
-		{[]int{4194304, 4}, 1, 2, "", redShortInner, 0, 0},
+		{[]int{4194304, 4}, 1, 4, "", redShortPacked, 0, 0},
+		{[]int{4194304, 4}, 1, 2, "", redShortPacked, 0, 0},
+		{[]int{4194304, 4}, 1, 4, "staged", redShortInner, 0, 0},
+		{[]int{4194304, 4}, 1, 2, "staged", redShortInner, 0, 0},
+		{[]int{65536, 5}, 1, 2, "", redShortInner, 0, 0}, // k = 5: the staged form
+		{[]int{65536, 15}, 1, 4, "", redShortInner, 0, 0},
 		{[]int{4194304, 4}, 0, 4, "", redShortNone, 0, 0}, // k = 2^22
 		{[]int{65536, 16}, 1, 8, "", redShortInner, 0, 0},
 		{[]int{65536, 17}, 1, 4, "", redShortNone, 0, 0}, // k > 16
 		{[]int{65535, 16}, 1, 4, "", redShortNone, 0, 0}, // too few slices
-		{[]int{65535, 16}, 1, 4, "always", redShortInner, 0, 0},
+		{[]int{65535, 16}, 1, 4, "always", redShortPacked, 0, 0},
+		{[]int{65535, 16}, 1, 4, "staged-always", redShortInner, 0, 0},
+		{[]int{65535, 16}, 1, 4, "staged", redShortNone, 0, 0},
 		{[]int{65536, 16}, 1, 4, "never", redShortNone, 0, 0},
 		{[]int{4, 4194302}, 0, 4, "", redShortNone, 0, 0}, // I not a multiple of 4
 		{[]int{4, 4194300}, 0, 4, "", redShortOuter, 4194300 / 4, 4194300 / 4},
@@ -35,11 +41,13 @@ func TestReduceShortGeometry(t *testing.T) {
 		{[]int{3, 5, 65536}, 1, 8, "", redShortOuter, 3 * 65536 / 2, 65536 / 2},
 		{[]int{3, 5, 6}, 1, 8, "always", redShortOuter, 9, 3},
 		{[]int{3, 5, 6}, 1, 2, "always", redShortNone, 0, 0},
-		{[]int{1, 65536, 1, 16, 1}, 3, 4, "", redShortInner, 0, 0},
-		{[]int{7, 1, 3}, 2, 4, "always", redShortInner, 0, 0},
+		{[]int{1, 65536, 1, 16, 1}, 3, 4, "", redShortPacked, 0, 0},
+		{[]int{1, 65536, 1, 16, 1}, 3, 8, "", redShortInner, 0, 0},
+		{[]int{7, 1, 3}, 2, 4, "always", redShortPacked, 0, 0},
 		{[]int{7, 1, 3}, 2, 4, "", redShortNone, 0, 0},
-		{[]int{1000, 1}, 1, 4, "always", redShortInner, 0, 0}, // k = 1
-		{[]int{0, 4}, 1, 4, "always", redShortNone, 0, 0},     // empty
+		{[]int{1000, 1}, 1, 4, "always", redShortPacked, 0, 0}, // k = 1
+		{[]int{1000, 1}, 1, 8, "always", redShortInner, 0, 0},
+		{[]int{0, 4}, 1, 4, "always", redShortNone, 0, 0}, // empty
 		{[]int{4, 0}, 1, 4, "always", redShortNone, 0, 0},
 		{[]int{3, 7, 64}, 1, 2, "always", redShortOuter, 3 * 64 / 4, 64 / 4},
 	}
@@ -181,8 +189,9 @@ func TestReduceShortPolicy(t *testing.T) {
 				short bool
 			}{
 				{[]int{4, 4194304}, 0, "", shortPays(op, dt.Size(), redShortOuter)},
-				{[]int{4194304, 4}, 1, "", dt.Size() == 2},
-				{[]int{4194304, 4}, -1, "", dt.Size() == 2},
+				{[]int{4194304, 4}, 1, "", dt.Size() != 8},
+				{[]int{4194304, 4}, -1, "", dt.Size() != 8},
+				{[]int{4194304, 4}, 1, "staged", dt.Size() == 2},
 				{[]int{4194304, 4}, 1, "always", true},
 				{[]int{4194304, 4}, 1, "never", false},
 				{[]int{4096, 4096}, 0, "", false},
@@ -199,7 +208,7 @@ func TestReduceShortPolicy(t *testing.T) {
 					t.Fatal(err)
 				}
 				name := p.Kernel().Name
-				if got := strings.HasSuffix(name, "_short"); got != c.short || (p.shortK != nil) != c.short {
+				if got := strings.HasSuffix(name, "_short") || strings.HasSuffix(name, "_inner"); got != c.short || (p.shortK != nil) != c.short {
 					t.Errorf("%s %s %v axis %d %q: kernel %s, want short %v", op, dt, c.shape, c.axis, c.env, name, c.short)
 				}
 				if c.short && !strings.HasPrefix(name, "reduce_bw_"+op.String()+"_"+dt.Suffix()+"_") {
@@ -263,12 +272,16 @@ func TestReduceShortDense(t *testing.T) {
 	}
 }
 
-// TestReduceShortPays: by default the inner form is taken for the 16-bit
-// dtypes only, the outer form for every op but the 16-bit sum, mean and
-// norm2; the knob's "always" takes both whatever the op.
+// TestReduceShortPays: by default the packed inner form is taken for
+// every op, the staged inner form for the 16-bit dtypes only, the outer
+// form for every op but the 16-bit sum, mean and norm2; the knob's
+// "always" takes them whatever the op.
 func TestReduceShortPays(t *testing.T) {
 	for _, op := range ReduceOps() {
 		for _, size := range []int{2, 4, 8} {
+			if !shortPays(op, size, redShortPacked) {
+				t.Errorf("%s size %d packed: false", op, size)
+			}
 			if got := shortPays(op, size, redShortInner); got != (size == 2) {
 				t.Errorf("%s size %d inner: %v", op, size, got)
 			}
@@ -278,13 +291,20 @@ func TestReduceShortPays(t *testing.T) {
 			}
 		}
 	}
-	t.Setenv(reduceShortEnv, "")
+	t.Setenv(reduceShortEnv, "staged")
 	p, err := NewReduceBackward(ReduceDesc{Op: ReduceSum, DType: dtype.F32, Shape: []int{1 << 20, 4}, Axis: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if p.shortK != nil {
-		t.Errorf("sum f32 [2^20, 4] axis 1 takes the short kernel by default")
+		t.Errorf("sum f32 [2^20, 4] axis 1 takes the short kernel under staged")
+	}
+	t.Setenv(reduceShortEnv, "")
+	if p, err = NewReduceBackward(ReduceDesc{Op: ReduceSum, DType: dtype.F32, Shape: []int{1 << 20, 4}, Axis: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if p.short.form != redShortPacked {
+		t.Errorf("sum f32 [2^20, 4] axis 1 misses the packed inner form by default")
 	}
 	t.Setenv(reduceShortEnv, "always")
 	if p, err = NewReduceBackward(ReduceDesc{Op: ReduceSum, DType: dtype.F32, Shape: []int{1 << 20, 4}, Axis: 1}); err != nil {

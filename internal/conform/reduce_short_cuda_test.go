@@ -12,19 +12,21 @@ import (
 
 // TestReduceShortGPU runs every op and dtype on the short mapping's cases:
 // "always" with ReduceShortCases under BARACUDA_REDUCE_SHORT=always (the
-// plans take the mapping wherever the shape allows it; the strided and
-// unaligned layouts fall back to the other paths at Run), and "default"
-// with ReduceShortLargeCases, whose plans take it by themselves (checked
-// by name). Each case runs with dy and y in the keepdim form, then in the
+// plans take the mapping wherever the shape allows it, the packed inner
+// form where it serves k; the strided and unaligned layouts fall back to
+// the other paths at Run), "staged" with them under staged-always (the
+// staged inner form for every innermost axis), and "default" with
+// ReduceShortLargeCases, whose plans take it by themselves (checked by
+// name: the short or inner kernel). Each case runs with dy and y in the keepdim form, then in the
 // reduced form, which must give the same bits, with guard bands around
 // every operand.
 func TestReduceShortGPU(t *testing.T) {
 	env := testEnv(t)
-	for _, form := range []string{"always", "default"} {
+	for _, form := range []string{"always", "staged", "default"} {
 		t.Run(form, func(t *testing.T) {
 			cases := ReduceShortLargeCases(quick())
-			if form == "always" {
-				t.Setenv("BARACUDA_REDUCE_SHORT", "always")
+			if form != "default" {
+				t.Setenv("BARACUDA_REDUCE_SHORT", map[string]string{"always": "always", "staged": "staged-always"}[form])
 				cases = ReduceShortCases(quick())
 			} else {
 				for _, c := range cases {
@@ -32,7 +34,7 @@ func TestReduceShortGPU(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					if name := p.Kernel().Name; !strings.HasSuffix(name, "_short") {
+					if name := p.Kernel().Name; !strings.HasSuffix(name, "_short") && !strings.HasSuffix(name, "_inner") {
 						t.Errorf("%v axis %d: plan kernel %s, want the short mapping", c.Shape, c.Axis, name)
 					}
 				}
