@@ -336,9 +336,12 @@ __device__ __forceinline__ void red_flat_fix(const T* __restrict__ x, const T* _
 			store_pack(dx + q * N, out);
 		} else {
 			// Element e is in slice kq + (e & em) (red_flat_kq); only
-			// those of wide slices are written.
+			// those of wide slices are written, as one pack where the
+			// whole pack is (prod's wide slices), else one by one.
 			const i64 kq = red_flat_kq<N>(q, o, L);
 			const int em = red_flat_em<N>(L);
+			Pack<T> out;
+			unsigned wm = 0;  // the elements written
 #pragma unroll
 			for (int e = 0; e < N; ++e) {
 				const i64 s = kq + (e & em);
@@ -350,7 +353,16 @@ __device__ __forceinline__ void red_flat_fix(const T* __restrict__ x, const T* _
 				const bool flagged = (mb >> e) & 1;
 				if (Op::mend_mask && !flagged && !empty) continue;
 				const RedCtx<M> cx = Op::template slice<M>(to_op(dy[s]), yv, acc, L.scale, L.k);
-				dx[q * N + e] = from_op<T>(Op::elem(cx, flagged ? yv : nan));
+				out.v[e] = from_op<T>(Op::elem(cx, flagged ? yv : nan));
+				wm |= 1u << e;
+			}
+			if (wm == (1u << N) - 1u) {
+				store_pack(dx + q * N, out);
+			} else {
+#pragma unroll
+				for (int e = 0; e < N; ++e) {
+					if ((wm >> e) & 1u) dx[q * N + e] = out.v[e];
+				}
 			}
 		}
 	}
@@ -397,6 +409,16 @@ __device__ __forceinline__ void red_flat_count_pack(void* ws, unsigned* bcnt, i6
 	// Element e is in slice kq + (e & em) (red_flat_kq).
 	const i64 kq = red_flat_kq<N>(q, o, L);
 	const int em = red_flat_em<N>(L);
+	if (Op::flat_slots == 0 && local) {
+		// No slots to fill and no wide flag to set here (prod's zeros in
+		// few slices): each lane adds its own flagged elements to the
+		// block's counts, without grouping the warp's lanes by slice.
+#pragma unroll
+		for (int e = 0; e < N; ++e) {
+			if ((m >> e) & 1u) atomicAdd(bcnt + kq + (e & em), 1u);
+		}
+		return;
+	}
 #pragma unroll
 	for (int e = 0; e < N; ++e) red_flat_count<Op, true>(cnt, slots, wide, kq + (e & em), (m >> e) & 1u, q * N + e);
 }

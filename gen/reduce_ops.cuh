@@ -129,6 +129,11 @@ struct RedMaxMin {
 	}
 };
 
+// red_zero_quot is z/x for z = ±0 and x neither zero nor NaN: a zero
+// whose sign is the signs' exclusive or, as IEEE division gives (x may be
+// infinite or subnormal).
+template <typename M> __device__ __forceinline__ M red_zero_quot(M z, M x) { return x < M(0) ? -z : z; }
+
 // prod: y = Πx. Exact with zeros, per slice, never dividing by zero:
 //   no zero:        dx = g*(y/x) with the saved y (PyTorch's order);
 //   one zero at k:  dx_k = g*Π_{j!=k} x_j (product of the non-zeros, in
@@ -170,8 +175,16 @@ struct RedProd {
 		const M zero = g * M(0);
 		return red_ctx(a.z == 1 ? g * a.a : zero, zero, a.z == 1 ? 1 : 2);
 	}
+	// y/x for y = ±0 (a product that underflows, or one in a slice whose
+	// zeros the provisional pass does not know yet) takes no division:
+	// ±0 by the signs alone (red_zero_quot) for x neither zero nor NaN,
+	// else NaN (0/0, 0/NaN); the exact division's slow path, which a zero
+	// dividend takes, would cost every element of such a slice.
 	template <typename M> __device__ static M elem(const RedCtx<M>& c, M x) {
-		if (c.mode == 0) return c.p * (c.q / x);
+		if (c.mode == 0) {
+			if (c.q == M(0)) return c.p * (x == x && x != M(0) ? red_zero_quot(c.q, x) : M(NAN));
+			return c.p * (c.q / x);
+		}
 		return (c.mode == 1 && x == M(0)) ? c.p : c.q;
 	}
 };
@@ -235,17 +248,21 @@ struct RedStd : RedVar {
 // residual n - d*q0 (exact by fma), which gives the correctly rounded
 // quotient except within about 2^-22 ulp of a rounding boundary (then its
 // neighbour). That holds where d and the quotient are normal floats inside
-// [2^-125, 2^125] and |n| is at least 2^-100; anywhere else (zeros,
-// subnormals, the ends of the range, inf, NaN) it sets bad and the caller
-// redoes the whole pack with exact divisions (red_elems).
+// [2^-125, 2^125] and |n| is at least 2^-100, and gives the exact ±0 for
+// n = ±0 with d in that range (prod's y that underflows); anywhere else
+// (a zero d, subnormals, the ends of the range, inf, NaN) it sets bad and
+// the caller redoes the whole pack with exact divisions (red_elems).
 __device__ __forceinline__ float red_quot(float n, float d, bool& bad) {
 	float r;
 	asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(d));
 	const float q0 = n * r;
 	const float q = fmaf(fmaf(-d, q0, n), r, q0);
 	const float an = fabsf(n), ad = fabsf(d), aq = fabsf(q);
-	bad = bad | !((ad >= 0x1p-125f) & (ad <= 0x1p125f) & (an >= 0x1p-100f) & (aq >= 0x1p-125f) & (aq <= 0x1p125f));
-	return q;
+	// A zero n with d in range: n*r is the exact ±0 (r is finite, of d's
+	// sign), where the refinement could lose the sign of -0/d.
+	const bool zero = n == 0.0f;
+	bad = bad | !((ad >= 0x1p-125f) & (ad <= 0x1p125f) & (zero | ((an >= 0x1p-100f) & (aq >= 0x1p-125f) & (aq <= 0x1p125f))));
+	return zero ? q0 : q;
 }
 
 // RedFast<Op, T>::elem is Op::elem with red_quot in place of its division

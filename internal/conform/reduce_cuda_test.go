@@ -159,6 +159,25 @@ func TestReduceFlatStatsGPU(t *testing.T) {
 	}
 }
 
+// TestReduceUnderflowGPU: prod over slices whose products underflow to ±0
+// without a zero (ReduceUnderflowCases), where dx = g*(±0/x) takes no
+// division (RedProd::elem, red_quot), on the default paths and with the
+// flat kernel off (the row, col and stats/apply kernels).
+func TestReduceUnderflowGPU(t *testing.T) {
+	env := testEnv(t)
+	cases := ReduceUnderflowCases(quick())
+	for _, flat := range []string{"", "never"} {
+		t.Run("flat="+flat, func(t *testing.T) {
+			t.Setenv("BARACUDA_REDUCE_FLAT", flat)
+			for _, dt := range dtype.All {
+				t.Run("reduce_bw_prod_"+dt.Suffix(), func(t *testing.T) {
+					report(t, env.CheckReduce(ops.ReduceProd, dt, cases, 49))
+				})
+			}
+		})
+	}
+}
+
 func TestReduceVectorsGPU(t *testing.T) {
 	env := testEnv(t)
 	for _, dt := range dtype.All {
