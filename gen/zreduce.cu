@@ -566,7 +566,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_logsumexp_f64_seg
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_logsumexp_f64_short(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_short<double, RedLogSumExp>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_f32_flat(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_var_f32_flat(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<float, RedVar>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_f32_row(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
@@ -593,7 +593,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_f32_seg(const
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_var_f32_short(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_short<float, RedVar>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_f16_flat(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_var_f16_flat(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__half, RedVar>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_f16_row(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
@@ -620,7 +620,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_f16_seg(const
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_var_f16_short(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_short<__half, RedVar>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_bf16_flat(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_var_bf16_flat(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__nv_bfloat16, RedVar>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_bf16_row(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
@@ -647,7 +647,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_bf16_seg(cons
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_var_bf16_short(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_short<__nv_bfloat16, RedVar>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_f64_flat(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_var_f64_flat(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<double, RedVar>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_f64_row(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
@@ -674,7 +674,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_f64_seg(const
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_var_f64_short(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_short<double, RedVar>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_f32_flat(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_std_f32_flat(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<float, RedStd>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_f32_row(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
@@ -701,7 +701,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_f32_seg(const
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_std_f32_short(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_short<float, RedStd>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_f16_flat(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_std_f16_flat(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__half, RedStd>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_f16_row(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
@@ -728,7 +728,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_f16_seg(const
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_std_f16_short(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_short<__half, RedStd>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_bf16_flat(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_std_bf16_flat(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__nv_bfloat16, RedStd>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_bf16_row(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
@@ -755,7 +755,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_bf16_seg(cons
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_std_bf16_short(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_short<__nv_bfloat16, RedStd>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_f64_flat(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_std_f64_flat(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<double, RedStd>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_f64_row(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {

@@ -144,7 +144,7 @@ extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_logsumexp_bf16_se
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_logsumexp_bf16_short(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_short<__nv_bfloat16, RedLogSumExp>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_var_bf16_flat(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_var_bf16_flat(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__nv_bfloat16, RedVar>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_var_bf16_row(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
@@ -171,7 +171,7 @@ extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_var_bf16_seg(cons
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_var_bf16_short(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_short<__nv_bfloat16, RedVar>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_std_bf16_flat(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_std_bf16_flat(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__nv_bfloat16, RedStd>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_std_bf16_row(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
