@@ -80,13 +80,14 @@ template <typename T> __device__ __forceinline__ void store_pack_cs(T* p, const 
 // block each in turn) is the packs [c*chunk, min((c+1)*chunk, P)) of outer
 // index o, P = k*G/N of them. Each thread accumulates every element
 // position e of its packs (Op::accum, in pack order; RED_FLAT_BATCH loads
-// issued before their adds), then folds the
-// positions of one slice together (halving: position e + h into e while h
-// >= G, so slice j's total ends in position j); each slice's total is
-// combined over the warp (red_warp_total) and then over the warps in index
-// order, a fixed order (the bits depend on the shape alone), and stored as
-// the partial of chunk c, ws[c*S + o*G + j]: the col layout that the apply
-// kernel's totals (red_total, L.mapping RED_COL) combine.
+// issued before their adds), then folds the positions of one slice
+// together (halving: position e + h into e while h >= G, so slice j's
+// total ends in position j); each slice's total is combined over the warp
+// (red_warp_total) and then over the warps in index order, a fixed order
+// (the bits depend on the shape alone), and stored as the partial of chunk
+// c, ws[c*S + o*G + j]: the col layout that the apply pass's blocks
+// (red_flat_outer_totals) or the apply kernel's totals (red_total,
+// L.mapping RED_COL) combine.
 template <typename T, typename Op>
 __device__ __forceinline__ void red_flat_stats(const T* __restrict__ x, RedAcc<typename OpMath<T>::type>* __restrict__ ws,
 		const ReduceLayout& L) {

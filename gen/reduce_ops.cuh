@@ -175,17 +175,27 @@ struct RedProd {
 		const M zero = g * M(0);
 		return red_ctx(a.z == 1 ? g * a.a : zero, zero, a.z == 1 ? 1 : 2);
 	}
-	// y/x for y = ±0 (a product that underflows, or one in a slice whose
-	// zeros the provisional pass does not know yet) takes no division:
-	// ±0 by the signs alone (red_zero_quot) for x neither zero nor NaN,
-	// else NaN (0/0, 0/NaN); the exact division's slow path, which a zero
-	// dividend takes, would cost every element of such a slice.
 	template <typename M> __device__ static M elem(const RedCtx<M>& c, M x) {
-		if (c.mode == 0) {
-			if (c.q == M(0)) return c.p * (x == x && x != M(0) ? red_zero_quot(c.q, x) : M(NAN));
-			return c.p * (c.q / x);
-		}
+		if (c.mode == 0) return c.p * (c.q / x);
 		return (c.mode == 1 && x == M(0)) ? c.p : c.q;
+	}
+};
+
+// RedZeroQuot<Op>::elem is Op::elem, but for prod y/x for y = ±0 (a
+// product that underflows, or one in a slice whose zeros the flat kernel
+// does not know yet) takes no division: ±0 by the signs alone
+// (red_zero_quot) for x neither zero nor NaN, else NaN (0/0, 0/NaN), the
+// same values as the division, whose slow path a zero dividend takes in
+// every element of such a slice. The flat kernel takes it (RedFlatFast);
+// the others keep Op::elem (the f32 row kernel would take 84 registers
+// instead of 78: two blocks an SM instead of three).
+template <typename Op> struct RedZeroQuot {
+	template <typename M> __device__ static M elem(const RedCtx<M>& c, M x) { return Op::elem(c, x); }
+};
+template <> struct RedZeroQuot<RedProd> {
+	template <typename M> __device__ static M elem(const RedCtx<M>& c, M x) {
+		if (c.mode == 0 && c.q == M(0)) return c.p * (x == x && x != M(0) ? red_zero_quot(c.q, x) : M(NAN));
+		return RedProd::elem(c, x);
 	}
 };
 
@@ -283,6 +293,14 @@ template <typename T> struct RedFast<RedProd, T, true> {
 		return c.p * red_quot(c.q, x, bad);
 	}
 };
+
+// RedFlatFast<Op, T>::elem is the flat kernel's fast form: RedFast's for
+// f16 and bf16 (red_quot, exact for a zero dividend), RedZeroQuot's for
+// the others; its exact form, where RedFast sets bad, is RedZeroQuot's.
+template <typename Op, typename T, bool = Narrow<T>::value> struct RedFlatFast {
+	template <typename M> __device__ static M elem(const RedCtx<M>& c, M x, bool&) { return RedZeroQuot<Op>::elem(c, x); }
+};
+template <typename Op, typename T> struct RedFlatFast<Op, T, true> : RedFast<Op, T> {};
 
 // red_elems sets r[i] = Op::elem(c, xv[i]) for a pack of N values: the
 // fast form for all of them, then, only if one of them was out of its

@@ -42,7 +42,7 @@ const (
 	DataLast  = "last"
 	// DataUnderflow: prod's elements of magnitude in [0.5, 0.75) with the
 	// suite's signs, no zero, so that a long slice's product underflows
-	// to ±0 (y/x then takes no division in the kernels); other ops keep
+	// to ±0 (y/x then takes no division in the flat kernel); other ops keep
 	// the suite's random slices.
 	DataUnderflow = "underflow"
 )

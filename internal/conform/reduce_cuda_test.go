@@ -167,9 +167,10 @@ func TestReduceFlatStatsGPU(t *testing.T) {
 }
 
 // TestReduceUnderflowGPU: prod over slices whose products underflow to ±0
-// without a zero (ReduceUnderflowCases), where dx = g*(±0/x) takes no
-// division (RedProd::elem, red_quot), on the default paths and with the
-// flat kernel off (the row, col and stats/apply kernels).
+// without a zero (ReduceUnderflowCases), where the flat kernel forms
+// dx = g*(±0/x) without a division (RedZeroQuot, red_quot), on the default
+// paths and with the flat kernel off (the row, col and stats/apply
+// kernels, which divide).
 func TestReduceUnderflowGPU(t *testing.T) {
 	env := testEnv(t)
 	cases := ReduceUnderflowCases(quick())
