@@ -336,9 +336,14 @@ __device__ __forceinline__ void red_flat_fix(const T* __restrict__ x, const T* _
 			store_pack(dx + q * N, out);
 		} else {
 			// Element e is in slice kq + (e & em) (red_flat_kq); only
-			// those of wide slices are written.
+			// those of wide slices are written: without a mend mask
+			// (prod) gathered into a pack, stored whole where every
+			// element is (a wide slice's), else one by one; with one
+			// (max/min: the flagged elements, few of a pack) one by one.
 			const i64 kq = red_flat_kq<N>(q, o, L);
 			const int em = red_flat_em<N>(L);
+			Pack<T> out;
+			unsigned wm = 0;  // the elements gathered into out
 #pragma unroll
 			for (int e = 0; e < N; ++e) {
 				const i64 s = kq + (e & em);
@@ -350,7 +355,23 @@ __device__ __forceinline__ void red_flat_fix(const T* __restrict__ x, const T* _
 				const bool flagged = (mb >> e) & 1;
 				if (Op::mend_mask && !flagged && !empty) continue;
 				const RedCtx<M> cx = Op::template slice<M>(to_op(dy[s]), yv, acc, L.scale, L.k);
-				dx[q * N + e] = from_op<T>(Op::elem(cx, flagged ? yv : nan));
+				const T v = from_op<T>(Op::elem(cx, flagged ? yv : nan));
+				if (Op::mend_mask) {
+					dx[q * N + e] = v;
+				} else {
+					out.v[e] = v;
+					wm |= 1u << e;
+				}
+			}
+			if (!Op::mend_mask) {
+				if (wm == (1u << N) - 1u) {
+					store_pack(dx + q * N, out);
+				} else {
+#pragma unroll
+					for (int e = 0; e < N; ++e) {
+						if ((wm >> e) & 1u) dx[q * N + e] = out.v[e];
+					}
+				}
 			}
 		}
 	}
@@ -397,6 +418,16 @@ __device__ __forceinline__ void red_flat_count_pack(void* ws, unsigned* bcnt, i6
 	// Element e is in slice kq + (e & em) (red_flat_kq).
 	const i64 kq = red_flat_kq<N>(q, o, L);
 	const int em = red_flat_em<N>(L);
+	if (Op::flat_slots == 0 && local) {
+		// No slots to fill and no wide flag to set here (prod's zeros in
+		// few slices): each lane adds its own flagged elements to the
+		// block's counts, without grouping the warp's lanes by slice.
+#pragma unroll
+		for (int e = 0; e < N; ++e) {
+			if ((m >> e) & 1u) atomicAdd(bcnt + kq + (e & em), 1u);
+		}
+		return;
+	}
 #pragma unroll
 	for (int e = 0; e < N; ++e) red_flat_count<Op, true>(cnt, slots, wide, kq + (e & em), (m >> e) & 1u, q * N + e);
 }
@@ -441,7 +472,15 @@ __device__ __forceinline__ void red_flat_provisional(const T* __restrict__ x, co
 			if (L.fip == 0) {
 				const M yv = to_op(y[o]);
 				const RedCtx<M> c = Op::template slice<M>(to_op(dy[o]), yv, assumed, L.scale, L.k);
-				red_elems<Op, M, T, N>(xv.v, out.v, c);
+				// The fast form for the pack, then, only if it was out of
+				// its range somewhere, the exact form (as red_elems).
+				bool bad = false;
+#pragma unroll
+				for (int e = 0; e < N; ++e) out.v[e] = from_op<T>(RedFlatFast<Op, T>::elem(c, to_op(xv.v[e]), bad));
+				if (bad) {
+#pragma unroll
+					for (int e = 0; e < N; ++e) out.v[e] = from_op<T>(RedZeroQuot<Op>::elem(c, to_op(xv.v[e])));
+				}
 #pragma unroll
 				for (int e = 0; e < N; ++e) {
 					const M xe = to_op(xv.v[e]);
@@ -455,7 +494,7 @@ __device__ __forceinline__ void red_flat_provisional(const T* __restrict__ x, co
 				for (int e = 0; e < N; ++e) {
 					const M yv = to_op(yp.v[e]), xe = to_op(xv.v[e]);
 					const RedCtx<M> c = Op::template slice<M>(to_op(gv.v[e]), yv, assumed, L.scale, L.k);
-					out.v[e] = from_op<T>(RedFast<Op, T>::elem(c, xe, bad));
+					out.v[e] = from_op<T>(RedFlatFast<Op, T>::elem(c, xe, bad));
 					m |= red_flag<Op>(xe, yv) ? 1u << e : 0u;
 				}
 				if (bad) {
@@ -464,8 +503,8 @@ __device__ __forceinline__ void red_flat_provisional(const T* __restrict__ x, co
 #pragma unroll
 					for (int e = 0; e < N; ++e) {
 						const M yv = to_op(yp.v[e]);
-						out.v[e] = from_op<T>(Op::elem(Op::template slice<M>(to_op(gv.v[e]), yv, assumed, L.scale, L.k),
-								to_op(xv.v[e])));
+						out.v[e] = from_op<T>(RedZeroQuot<Op>::elem(
+								Op::template slice<M>(to_op(gv.v[e]), yv, assumed, L.scale, L.k), to_op(xv.v[e])));
 					}
 				}
 			}

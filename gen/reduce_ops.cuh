@@ -129,6 +129,11 @@ struct RedMaxMin {
 	}
 };
 
+// red_zero_quot is z/x for z = ±0 and x neither zero nor NaN: a zero
+// whose sign is the signs' exclusive or, as IEEE division gives (x may be
+// infinite or subnormal).
+template <typename M> __device__ __forceinline__ M red_zero_quot(M z, M x) { return x < M(0) ? -z : z; }
+
 // prod: y = Πx. Exact with zeros, per slice, never dividing by zero:
 //   no zero:        dx = g*(y/x) with the saved y (PyTorch's order);
 //   one zero at k:  dx_k = g*Π_{j!=k} x_j (product of the non-zeros, in
@@ -173,6 +178,24 @@ struct RedProd {
 	template <typename M> __device__ static M elem(const RedCtx<M>& c, M x) {
 		if (c.mode == 0) return c.p * (c.q / x);
 		return (c.mode == 1 && x == M(0)) ? c.p : c.q;
+	}
+};
+
+// RedZeroQuot<Op>::elem is Op::elem, but for prod y/x for y = ±0 (a
+// product that underflows, or one in a slice whose zeros the flat kernel
+// does not know yet) takes no division: ±0 by the signs alone
+// (red_zero_quot) for x neither zero nor NaN, else NaN (0/0, 0/NaN), the
+// same values as the division, whose slow path a zero dividend takes in
+// every element of such a slice. The flat kernel takes it (RedFlatFast);
+// the others keep Op::elem (the f32 row kernel would take 84 registers
+// instead of 78: two blocks an SM instead of three).
+template <typename Op> struct RedZeroQuot {
+	template <typename M> __device__ static M elem(const RedCtx<M>& c, M x) { return Op::elem(c, x); }
+};
+template <> struct RedZeroQuot<RedProd> {
+	template <typename M> __device__ static M elem(const RedCtx<M>& c, M x) {
+		if (c.mode == 0 && c.q == M(0)) return c.p * (x == x && x != M(0) ? red_zero_quot(c.q, x) : M(NAN));
+		return RedProd::elem(c, x);
 	}
 };
 
@@ -235,17 +258,21 @@ struct RedStd : RedVar {
 // residual n - d*q0 (exact by fma), which gives the correctly rounded
 // quotient except within about 2^-22 ulp of a rounding boundary (then its
 // neighbour). That holds where d and the quotient are normal floats inside
-// [2^-125, 2^125] and |n| is at least 2^-100; anywhere else (zeros,
-// subnormals, the ends of the range, inf, NaN) it sets bad and the caller
-// redoes the whole pack with exact divisions (red_elems).
+// [2^-125, 2^125] and |n| is at least 2^-100, and gives the exact ±0 for
+// n = ±0 with d in that range (prod's y that underflows); anywhere else
+// (a zero d, subnormals, the ends of the range, inf, NaN) it sets bad and
+// the caller redoes the whole pack with exact divisions (red_elems).
 __device__ __forceinline__ float red_quot(float n, float d, bool& bad) {
 	float r;
 	asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(d));
 	const float q0 = n * r;
 	const float q = fmaf(fmaf(-d, q0, n), r, q0);
 	const float an = fabsf(n), ad = fabsf(d), aq = fabsf(q);
-	bad = bad | !((ad >= 0x1p-125f) & (ad <= 0x1p125f) & (an >= 0x1p-100f) & (aq >= 0x1p-125f) & (aq <= 0x1p125f));
-	return q;
+	// A zero n with d in range: n*r is the exact ±0 (r is finite, of d's
+	// sign), where the refinement could lose the sign of -0/d.
+	const bool zero = n == 0.0f;
+	bad = bad | !((ad >= 0x1p-125f) & (ad <= 0x1p125f) & (zero | ((an >= 0x1p-100f) & (aq >= 0x1p-125f) & (aq <= 0x1p125f))));
+	return zero ? q0 : q;
 }
 
 // RedFast<Op, T>::elem is Op::elem with red_quot in place of its division
@@ -266,6 +293,14 @@ template <typename T> struct RedFast<RedProd, T, true> {
 		return c.p * red_quot(c.q, x, bad);
 	}
 };
+
+// RedFlatFast<Op, T>::elem is the flat kernel's fast form: RedFast's for
+// f16 and bf16 (red_quot, exact for a zero dividend), RedZeroQuot's for
+// the others; its exact form, where RedFast sets bad, is RedZeroQuot's.
+template <typename Op, typename T, bool = Narrow<T>::value> struct RedFlatFast {
+	template <typename M> __device__ static M elem(const RedCtx<M>& c, M x, bool&) { return RedZeroQuot<Op>::elem(c, x); }
+};
+template <typename Op, typename T> struct RedFlatFast<Op, T, true> : RedFast<Op, T> {};
 
 // red_elems sets r[i] = Op::elem(c, xv[i]) for a pack of N values: the
 // fast form for all of them, then, only if one of them was out of its

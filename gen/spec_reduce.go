@@ -93,8 +93,12 @@ var reduceFamily = Family{
 		// provisional ops' counting of ties (a rare path) must not take
 		// registers from: max and min run 6 blocks an SM (40 registers;
 		// under 40 they spill on compute capability 7 and 8), prod 5 (48:
-		// its division's exact fallback spills f64 under 48).
-		{Name: "flat", Template: "reduce_flat", Ops: redFlatOps, OpMinBlocks: map[string]int{"max": 6, "min": 6, "prod": 5}},
+		// its division's exact fallback spills f64 under 48), var and std
+		// 4 (64: their statistics and apply passes keep 4 packs of x in
+		// flight a thread; 5 blocks, 48 registers, would leave the
+		// statistics pass's ~1024 tiles 1.55 waves of an H100's 132 SMs,
+		// 4 blocks 1.94).
+		{Name: "flat", Template: "reduce_flat", Ops: redFlatOps, OpMinBlocks: map[string]int{"max": 6, "min": 6, "prod": 5, "var": 4, "std": 4}},
 		{Name: "row", Template: "reduce_row"},
 		{Name: "col", Template: "reduce_col"},
 		{Name: "stats", Template: "reduce_stats", Ops: redStatsOps},

@@ -17,9 +17,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_sum_f32_seg(const
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_sum_f32_short(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_short<float, RedSum>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_sum_f32_inner(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_inner<float, RedSum>(x, y, dy, dx, ws, L);
-}
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_sum_f16_flat(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__half, RedSum>(x, y, dy, dx, ws, L);
 }
@@ -35,9 +32,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_sum_f16_seg(const
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_sum_f16_short(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_short<__half, RedSum>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_sum_f16_inner(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_inner<__half, RedSum>(x, y, dy, dx, ws, L);
-}
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_sum_bf16_flat(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__nv_bfloat16, RedSum>(x, y, dy, dx, ws, L);
 }
@@ -52,9 +46,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_sum_bf16_seg(cons
 }
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_sum_bf16_short(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_short<__nv_bfloat16, RedSum>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_sum_bf16_inner(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_inner<__nv_bfloat16, RedSum>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_sum_f64_flat(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<double, RedSum>(x, y, dy, dx, ws, L);
@@ -86,9 +77,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_mean_f32_seg(cons
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_mean_f32_short(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_short<float, RedMean>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_mean_f32_inner(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_inner<float, RedMean>(x, y, dy, dx, ws, L);
-}
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_mean_f16_flat(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__half, RedMean>(x, y, dy, dx, ws, L);
 }
@@ -104,9 +92,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_mean_f16_seg(cons
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_mean_f16_short(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_short<__half, RedMean>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_mean_f16_inner(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_inner<__half, RedMean>(x, y, dy, dx, ws, L);
-}
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_mean_bf16_flat(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__nv_bfloat16, RedMean>(x, y, dy, dx, ws, L);
 }
@@ -121,9 +106,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_mean_bf16_seg(con
 }
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_mean_bf16_short(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_short<__nv_bfloat16, RedMean>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_mean_bf16_inner(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_inner<__nv_bfloat16, RedMean>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_mean_f64_flat(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<double, RedMean>(x, y, dy, dx, ws, L);
@@ -167,9 +149,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_f32_seg(const
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_max_f32_short(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_short<float, RedMaxMin>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_max_f32_inner(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_inner<float, RedMaxMin>(x, y, dy, dx, ws, L);
-}
 extern "C" __global__ void __launch_bounds__(256, 6) reduce_bw_max_f16_flat(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__half, RedMaxMin>(x, y, dy, dx, ws, L);
 }
@@ -197,9 +176,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_f16_seg(const
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_max_f16_short(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_short<__half, RedMaxMin>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_max_f16_inner(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_inner<__half, RedMaxMin>(x, y, dy, dx, ws, L);
-}
 extern "C" __global__ void __launch_bounds__(256, 6) reduce_bw_max_bf16_flat(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
 }
@@ -226,9 +202,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_bf16_seg(cons
 }
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_max_bf16_short(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_short<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_max_bf16_inner(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_inner<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 6) reduce_bw_max_f64_flat(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<double, RedMaxMin>(x, y, dy, dx, ws, L);
@@ -284,9 +257,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_f32_seg(const
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_min_f32_short(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_short<float, RedMaxMin>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_min_f32_inner(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_inner<float, RedMaxMin>(x, y, dy, dx, ws, L);
-}
 extern "C" __global__ void __launch_bounds__(256, 6) reduce_bw_min_f16_flat(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__half, RedMaxMin>(x, y, dy, dx, ws, L);
 }
@@ -314,9 +284,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_f16_seg(const
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_min_f16_short(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_short<__half, RedMaxMin>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_min_f16_inner(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_inner<__half, RedMaxMin>(x, y, dy, dx, ws, L);
-}
 extern "C" __global__ void __launch_bounds__(256, 6) reduce_bw_min_bf16_flat(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
 }
@@ -343,9 +310,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_bf16_seg(cons
 }
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_min_bf16_short(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_short<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_min_bf16_inner(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_inner<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 6) reduce_bw_min_f64_flat(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<double, RedMaxMin>(x, y, dy, dx, ws, L);
@@ -401,9 +365,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_prod_f32_seg(cons
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_prod_f32_short(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_short<float, RedProd>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_prod_f32_inner(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_inner<float, RedProd>(x, y, dy, dx, ws, L);
-}
 extern "C" __global__ void __launch_bounds__(256, 5) reduce_bw_prod_f16_flat(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__half, RedProd>(x, y, dy, dx, ws, L);
 }
@@ -431,9 +392,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_prod_f16_seg(cons
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_prod_f16_short(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_short<__half, RedProd>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_prod_f16_inner(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_inner<__half, RedProd>(x, y, dy, dx, ws, L);
-}
 extern "C" __global__ void __launch_bounds__(256, 5) reduce_bw_prod_bf16_flat(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__nv_bfloat16, RedProd>(x, y, dy, dx, ws, L);
 }
@@ -460,9 +418,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_prod_bf16_seg(con
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_prod_bf16_short(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_short<__nv_bfloat16, RedProd>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_prod_bf16_inner(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_inner<__nv_bfloat16, RedProd>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 5) reduce_bw_prod_f64_flat(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<double, RedProd>(x, y, dy, dx, ws, L);
@@ -506,9 +461,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_norm2_f32_seg(con
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_norm2_f32_short(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_short<float, RedNorm2>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_norm2_f32_inner(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_inner<float, RedNorm2>(x, y, dy, dx, ws, L);
-}
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_norm2_f16_flat(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__half, RedNorm2>(x, y, dy, dx, ws, L);
 }
@@ -524,9 +476,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_norm2_f16_seg(con
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_norm2_f16_short(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_short<__half, RedNorm2>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_norm2_f16_inner(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_inner<__half, RedNorm2>(x, y, dy, dx, ws, L);
-}
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_norm2_bf16_flat(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__nv_bfloat16, RedNorm2>(x, y, dy, dx, ws, L);
 }
@@ -541,9 +490,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_norm2_bf16_seg(co
 }
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_norm2_bf16_short(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_short<__nv_bfloat16, RedNorm2>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_norm2_bf16_inner(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_inner<__nv_bfloat16, RedNorm2>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_norm2_f64_flat(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<double, RedNorm2>(x, y, dy, dx, ws, L);
@@ -575,9 +521,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_logsumexp_f32_seg
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_logsumexp_f32_short(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_short<float, RedLogSumExp>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_logsumexp_f32_inner(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_inner<float, RedLogSumExp>(x, y, dy, dx, ws, L);
-}
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_logsumexp_f16_flat(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__half, RedLogSumExp>(x, y, dy, dx, ws, L);
 }
@@ -592,9 +535,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_logsumexp_f16_seg
 }
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_logsumexp_f16_short(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_short<__half, RedLogSumExp>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_logsumexp_f16_inner(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_inner<__half, RedLogSumExp>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_logsumexp_bf16_flat(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__nv_bfloat16, RedLogSumExp>(x, y, dy, dx, ws, L);
@@ -611,9 +551,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_logsumexp_bf16_se
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_logsumexp_bf16_short(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_short<__nv_bfloat16, RedLogSumExp>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_logsumexp_bf16_inner(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_inner<__nv_bfloat16, RedLogSumExp>(x, y, dy, dx, ws, L);
-}
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_logsumexp_f64_flat(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<double, RedLogSumExp>(x, y, dy, dx, ws, L);
 }
@@ -629,7 +566,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_logsumexp_f64_seg
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_logsumexp_f64_short(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_short<double, RedLogSumExp>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_f32_flat(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_var_f32_flat(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<float, RedVar>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_f32_row(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
@@ -656,10 +593,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_f32_seg(const
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_var_f32_short(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_short<float, RedVar>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_var_f32_inner(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_inner<float, RedVar>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_f16_flat(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_var_f16_flat(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__half, RedVar>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_f16_row(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
@@ -686,10 +620,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_f16_seg(const
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_var_f16_short(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_short<__half, RedVar>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_var_f16_inner(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_inner<__half, RedVar>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_bf16_flat(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_var_bf16_flat(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__nv_bfloat16, RedVar>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_bf16_row(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
@@ -716,10 +647,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_bf16_seg(cons
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_var_bf16_short(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_short<__nv_bfloat16, RedVar>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_var_bf16_inner(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_inner<__nv_bfloat16, RedVar>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_f64_flat(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_var_f64_flat(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<double, RedVar>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_f64_row(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
@@ -746,7 +674,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_f64_seg(const
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_var_f64_short(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_short<double, RedVar>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_f32_flat(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_std_f32_flat(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<float, RedStd>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_f32_row(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
@@ -773,10 +701,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_f32_seg(const
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_std_f32_short(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_short<float, RedStd>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_std_f32_inner(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_inner<float, RedStd>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_f16_flat(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_std_f16_flat(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__half, RedStd>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_f16_row(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
@@ -803,10 +728,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_f16_seg(const
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_std_f16_short(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_short<__half, RedStd>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_std_f16_inner(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_inner<__half, RedStd>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_bf16_flat(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_std_bf16_flat(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__nv_bfloat16, RedStd>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_bf16_row(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
@@ -833,10 +755,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_bf16_seg(cons
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_std_bf16_short(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_short<__nv_bfloat16, RedStd>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_std_bf16_inner(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_inner<__nv_bfloat16, RedStd>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_f64_flat(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_std_f64_flat(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<double, RedStd>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_f64_row(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {

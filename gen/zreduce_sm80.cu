@@ -18,9 +18,6 @@ extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_sum_bf16_seg(cons
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_sum_bf16_short(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_short<__nv_bfloat16, RedSum>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_sum_bf16_inner(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_inner<__nv_bfloat16, RedSum>(x, y, dy, dx, ws, L);
-}
 extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_mean_bf16_flat(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__nv_bfloat16, RedMean>(x, y, dy, dx, ws, L);
 }
@@ -35,9 +32,6 @@ extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_mean_bf16_seg(con
 }
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_mean_bf16_short(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_short<__nv_bfloat16, RedMean>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_mean_bf16_inner(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_inner<__nv_bfloat16, RedMean>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 6) reduce_bw_max_bf16_flat(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
@@ -66,9 +60,6 @@ extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_max_bf16_seg(cons
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_max_bf16_short(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_short<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_max_bf16_inner(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_inner<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
-}
 extern "C" __global__ void __launch_bounds__(256, 6) reduce_bw_min_bf16_flat(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
 }
@@ -95,9 +86,6 @@ extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_min_bf16_seg(cons
 }
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_min_bf16_short(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_short<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_min_bf16_inner(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_inner<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 5) reduce_bw_prod_bf16_flat(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__nv_bfloat16, RedProd>(x, y, dy, dx, ws, L);
@@ -126,9 +114,6 @@ extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_prod_bf16_seg(con
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_prod_bf16_short(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_short<__nv_bfloat16, RedProd>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_prod_bf16_inner(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_inner<__nv_bfloat16, RedProd>(x, y, dy, dx, ws, L);
-}
 extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_norm2_bf16_flat(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__nv_bfloat16, RedNorm2>(x, y, dy, dx, ws, L);
 }
@@ -143,9 +128,6 @@ extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_norm2_bf16_seg(co
 }
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_norm2_bf16_short(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_short<__nv_bfloat16, RedNorm2>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_norm2_bf16_inner(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_inner<__nv_bfloat16, RedNorm2>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_logsumexp_bf16_flat(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__nv_bfloat16, RedLogSumExp>(x, y, dy, dx, ws, L);
@@ -162,10 +144,7 @@ extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_logsumexp_bf16_se
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_logsumexp_bf16_short(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_short<__nv_bfloat16, RedLogSumExp>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_logsumexp_bf16_inner(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_inner<__nv_bfloat16, RedLogSumExp>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_var_bf16_flat(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_var_bf16_flat(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__nv_bfloat16, RedVar>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_var_bf16_row(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
@@ -192,10 +171,7 @@ extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_var_bf16_seg(cons
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_var_bf16_short(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_short<__nv_bfloat16, RedVar>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_var_bf16_inner(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_inner<__nv_bfloat16, RedVar>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_std_bf16_flat(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_std_bf16_flat(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_flat<__nv_bfloat16, RedStd>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_std_bf16_row(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
@@ -221,7 +197,4 @@ extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_std_bf16_seg(cons
 }
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_std_bf16_short(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_short<__nv_bfloat16, RedStd>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_std_bf16_inner(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_inner<__nv_bfloat16, RedStd>(x, y, dy, dx, ws, L);
 }

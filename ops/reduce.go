@@ -181,6 +181,7 @@ type ReduceBackward struct {
 	flat     reduceFlat  // its layout; flat.packs == 0 where the shape or the op's policy does not allow it
 	flatFx   bool        // the flat kernel is followed by red_flat_fix (provisional ops)
 	flatSt   bool        // var and std take the flat kernel's two passes (reduce_flat_stats.go)
+	flatRev  bool        // ... and the apply pass walks the statistics tiles last to first (reduceFlatReuseEnv)
 	flatG    reduceGeom  // ... and its statistics pass's tiles
 	fixK     *kernelRef  // ... that is, by this kernel (nil but for the provisional ops)
 	stripK   *kernelRef  // ops with statistics on dense operands, whole slices per block (nil where off)
@@ -399,10 +400,12 @@ func (p *ReduceBackward) denseGeom() (geo reduceGeom, row bool) {
 func (p *ReduceBackward) Kernel() KernelInfo {
 	// The name is the kernel Run takes for contiguous operands (16-byte
 	// aligned, as allocations are): "flat" for Sum, Mean, Norm2 and
-	// LogSumExp where the shape allows it (see flatGeometry), and for Max,
+	// LogSumExp where the shape allows it (see flatGeometry), for Max,
 	// Min and Prod where it also allows their slices to be split (then
 	// "fix" mends the slices where the flat kernel's provisional dx is
-	// wrong); else the "row" variant when the reduced axis is innermost,
+	// wrong), and for Var and Std where their flat path is on (two passes
+	// over x, reduce_flat_stats.go: by default few long slices, innermost
+	// or with an inner extent that divides or equals a pack); else the "row" variant when the reduced axis is innermost,
 	// else "col"; "apply" (after "stats") when an op with statistics
 	// splits its slices, but "one" for Var and Std split along an outer
 	// axis (Run takes it where x is larger than the GPU's L2 cache, else

@@ -109,10 +109,11 @@ func TestReduceFlatRows(t *testing.T) {
 
 // TestReduceFlatRowsPlan: the bench's [4194304, 4] along axis 0 takes the
 // flat kernel in every dtype (the ops without statistics always, max, min
-// and prod as their slices split; var and std for f16 and bf16, whose
-// packs hold rows of the 4 slices: reduce_flat_stats.go), off under
-// reduceFlatRowsEnv=never for the 16-bit dtypes, whose packs span rows;
-// unaligned or strided operands keep Run off it.
+// and prod as their slices split; var and std too, on their flat path,
+// whose packs hold rows of the 4 slices for f16 and bf16 and one row for
+// f32: reduce_flat_stats.go), off under reduceFlatRowsEnv=never for the
+// 16-bit dtypes, whose packs span rows; unaligned or strided operands
+// keep Run off it.
 func TestReduceFlatRowsPlan(t *testing.T) {
 	for _, env := range []string{"", "never"} {
 		t.Setenv(reduceFlatRowsEnv, env)
@@ -123,7 +124,7 @@ func TestReduceFlatRowsPlan(t *testing.T) {
 					t.Fatal(err)
 				}
 				want := (!op.hasStats() || op.provisional()) && (env == "" || dt.Size() >= 4) ||
-					(op == ReduceVar || op == ReduceStd) && env == "" && dt.Size() == 2
+					(op == ReduceVar || op == ReduceStd) && (env == "" && dt.Size() == 2 || dt == dtype.F32)
 				if got := p.flat.packs > 0; got != want {
 					t.Errorf("%s %s %s=%q: flat %v, want %v", op, dt, reduceFlatRowsEnv, env, got, want)
 				}
@@ -165,12 +166,15 @@ func TestReduceFlatStatsGeometry(t *testing.T) {
 		{dtype.F32, []int{4194304, 2}, 0, 1024},
 		{dtype.BF16, []int{3, 4096, 2}, 1, 3},   // 1024 packs an outer index: one tile each
 		{dtype.F16, []int{5, 40000, 4}, 1, 100}, // 20000 packs: 20 tiles each
-		{dtype.F32, []int{1 << 20}, 0, 256},     // I == 1 (reduceFlatStatsEnv=always)
+		{dtype.F32, []int{1 << 20}, 0, 256},     // I == 1
 		{dtype.F64, []int{7, 6}, 1, 7},          // I == 1, k = 6
+		{dtype.F32, []int{4194304, 4}, 0, 1024}, // I == N: a pack is one row of the 4 slices
+		{dtype.F64, []int{3, 5000, 2}, 1, 15},   // I == N == 2: 5000 packs an outer index, 5 tiles each
+		{dtype.BF16, []int{2, 4096, 8}, 1, 8},   // I == N == 8: 4096 packs an outer index, 4 tiles each
 	} {
 		n := int64(16 / c.dt.Size())
 		f := flatGeometry(c.shape, c.axis, numel(c.shape), c.dt.Size(), true)
-		if f.packs == 0 || f.ip > 0 {
+		if f.packs == 0 || f.ip > 1 {
 			t.Errorf("%s %v: no flat layout for the statistics pass", c.dt, c.shape)
 			continue
 		}
@@ -180,9 +184,9 @@ func TestReduceFlatStatsGeometry(t *testing.T) {
 		if g.tiles != c.tiles {
 			t.Errorf("%s %v: %d tiles, want %d", c.dt, c.shape, g.tiles, c.tiles)
 		}
-		grp := int64(1)
-		if f.ip < 0 {
-			grp = -f.ip
+		grp := flatStatsGroups(f, n)
+		if want := min(inner, n); grp != want || f.ip == 1 && inner != n {
+			t.Errorf("%s %v: %d slices a pack (ip %d), want %d", c.dt, c.shape, grp, f.ip, want)
 		}
 		per := k * grp / n
 		seen := make([]bool, f.packs)
@@ -208,14 +212,58 @@ func TestReduceFlatStatsGeometry(t *testing.T) {
 				t.Fatalf("%s %v: pack %d in no tile", c.dt, c.shape, q)
 			}
 		}
+		// The apply pass's walk (red_flat_apply_tiles): tile tiles-1-b,
+		// each thread's packs q0 + j*redBlock for j from its last down,
+		// a batch at a time (RedFlatApplyBatch: 4 packs, for 16-bit
+		// dtypes 2 or 1 by the build), covers every pack once.
+		for _, redFlatBatch := range []int64{1, 2, 4} {
+			testFlatApplyWalk(t, c.dt, c.shape, g, per, f.packs, redFlatBatch)
+		}
+	}
+}
+
+// testFlatApplyWalk checks that red_flat_apply_tiles's walk with batch
+// packs at a time reaches every one of the packs once.
+func testFlatApplyWalk(t *testing.T, dt dtype.DType, shape []int, g reduceGeom, per, packs, redFlatBatch int64) {
+	t.Helper()
+	seen := make([]bool, packs)
+	{
+		for b := int64(0); b < g.tiles; b++ {
+			tile := g.tiles - 1 - b
+			o, ch := tile/g.nchunks, tile%g.nchunks
+			q1 := o*per + min(per, (ch+1)*g.chunk)
+			for th := int64(0); th < redBlock; th++ {
+				q0 := o*per + ch*g.chunk + th
+				n := int64(0)
+				if q0 < q1 {
+					n = (q1 - q0 + redBlock - 1) / redBlock
+				}
+				for j := n - 1; j >= 0; j -= redFlatBatch {
+					for u := int64(0); u < redFlatBatch && j-u >= 0; u++ {
+						q := q0 + (j-u)*redBlock
+						if q >= q1 || seen[q] {
+							t.Fatalf("%s %v batch %d: apply pass reaches pack %d twice or past its tile", dt, shape, redFlatBatch, q)
+						}
+						seen[q] = true
+					}
+				}
+			}
+		}
+		for q, ok := range seen {
+			if !ok {
+				t.Fatalf("%s %v batch %d: the apply pass misses pack %d", dt, shape, redFlatBatch, q)
+			}
+		}
 	}
 }
 
 // TestReduceFlatStatsPlan: var and std take the flat path on the
-// bench's [4194304, 4] along axis 0 (I divides a pack: f16, bf16, and
-// f32 at I = 2), with a workspace for its partials and totals; not where
-// reduceFlatStatsEnv is "never", nor for I == 1 unless it is "always";
-// and Warm then has no flat kernel to load.
+// bench's [4194304, 4] along axis 0 (I divides or equals a pack: f16,
+// bf16, f32, and f64 at I = 2) and on few long innermost slices, with a
+// workspace for its partials and totals; not where reduceFlatStatsEnv is
+// "never", nor for I == 1 under "outer", nor for I a multiple of a pack
+// above it; where slices do not split only under "always"; and Warm then
+// has no flat kernel to load where it is off.
 func TestReduceFlatStatsPlan(t *testing.T) {
 	for _, c := range []struct {
 		op    ReduceOp
@@ -228,12 +276,17 @@ func TestReduceFlatStatsPlan(t *testing.T) {
 		{ReduceVar, dtype.BF16, []int{4194304, 4}, 0, "", true},
 		{ReduceStd, dtype.F16, []int{4194304, 2}, 0, "", true},
 		{ReduceStd, dtype.F32, []int{4194304, 2}, 0, "", true},
-		{ReduceVar, dtype.F32, []int{4194304, 4}, 0, "", false}, // I == N: the adjacent-slice layout
-		{ReduceVar, dtype.F64, []int{4194304, 2}, 0, "", false},
+		{ReduceVar, dtype.F32, []int{4194304, 4}, 0, "", true}, // I == N: a pack is a row of the 4 slices
+		{ReduceVar, dtype.F64, []int{4194304, 2}, 0, "", true},
+		{ReduceStd, dtype.F32, []int{4194304, 4}, 0, "outer", true},
+		{ReduceVar, dtype.F32, []int{1048576, 8}, 0, "", false}, // I == 2N
 		{ReduceVar, dtype.BF16, []int{4194304, 4}, 0, "never", false},
 		{ReduceVar, dtype.BF16, []int{4194303, 4}, 0, "", false}, // k*I no multiple of a pack
-		{ReduceVar, dtype.F32, []int{1 << 20}, 0, "", false},     // I == 1
+		{ReduceVar, dtype.F32, []int{1 << 20}, 0, "", true},      // I == 1, split slices
+		{ReduceStd, dtype.BF16, []int{4, 1 << 22}, 1, "", true},
+		{ReduceVar, dtype.F32, []int{1 << 20}, 0, "outer", false},
 		{ReduceVar, dtype.F32, []int{1 << 20}, 0, "always", true},
+		{ReduceVar, dtype.F32, []int{4096, 4096}, 1, "", false}, // slices not split
 		{ReduceStd, dtype.BF16, []int{8, 4}, 0, "always", true},
 		{ReduceStd, dtype.BF16, []int{8, 4}, 0, "", false}, // slices not split
 	} {

@@ -368,15 +368,22 @@ func (p *ReduceBackward) Run(s *driver.Stream, a *ReduceArgs) error {
 }
 
 // runFlatStats queues var and std's flat path (reduce_flat_stats.go): the
-// flat kernel's statistics pass (redPhaseFlat, a block per tile), the
-// apply kernel's totals (redPhaseTotal, on the col layout of the
-// partials), then the flat kernel's apply pass.
+// flat kernel's statistics pass (redPhaseFlat, a block per tile), then its
+// apply pass on the same tiles, last to first (L.reverse, the statistics
+// pass's grid), each block combining the partials of its tile's slices
+// itself; or, where flatRev is off, the apply kernel's totals
+// (redPhaseTotal, on the col layout of the partials), then the apply pass
+// a pack per thread (gridCover's grid).
 func (p *ReduceBackward) runFlatStats(s *driver.Stream, lf *loadedFunction, a *ReduceArgs) error {
 	g := &p.flatG
 	L := reduceLayout{k: p.k, slices: p.slices, chunk: g.chunk, nchunks: g.nchunks, tiles: g.tiles, scale: p.scale,
 		mapping: redCol, phase: redPhaseFlat, flat: p.flat}
 	if err := p.launchGrid(s, lf, a, &L, min(g.tiles, maxGridX), 0); err != nil {
 		return err
+	}
+	if p.flatRev {
+		L.phase, L.reverse = redPhaseApply, 1
+		return p.launchGrid(s, lf, a, &L, min(g.tiles, maxGridX), 0)
 	}
 	la, err := p.apply.resolve(s.Context())
 	if err != nil {

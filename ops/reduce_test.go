@@ -132,7 +132,8 @@ func TestReduceDesc(t *testing.T) {
 		{ReduceSum, []int{8, 1}, 0, "reduce_bw_sum_f32_flat"},
 		{ReduceSum, []int{7, 1}, 0, "reduce_bw_sum_f32_row"},
 		{ReduceLogSumExp, []int{4096, 4096}, 1, "reduce_bw_logsumexp_f32_flat"},
-		{ReduceStd, []int{3, 1 << 20}, 1, "reduce_bw_std_f32_apply"},
+		{ReduceStd, []int{3, 1 << 20}, 1, "reduce_bw_std_f32_flat"},
+		{ReduceStd, []int{3, 1<<20 + 2}, 1, "reduce_bw_std_f32_apply"},
 	} {
 		q, err := NewReduceBackward(ReduceDesc{Op: c.op, DType: dtype.F32, Shape: c.shape, Axis: c.axis})
 		if err != nil {

@@ -40,6 +40,11 @@ const (
 	// zero) at its first or last position.
 	DataFirst = "first"
 	DataLast  = "last"
+	// DataUnderflow: prod's elements of magnitude in [0.5, 0.75) with the
+	// suite's signs, no zero, so that a long slice's product underflows
+	// to ±0 (y/x then takes no division in the flat kernel); other ops keep
+	// the suite's random slices.
+	DataUnderflow = "underflow"
 )
 
 func (c ReduceCase) String() string {
@@ -127,6 +132,29 @@ func ReduceTieSquareCases(quick bool) []ReduceCase {
 	return cs
 }
 
+// ReduceUnderflowCases are prod's slices whose products underflow to ±0
+// without a zero (DataUnderflow): one long slice, few long rows, few long
+// columns of 2, 4 and 8 (the flat layouts of every dtype), 256x256 along
+// both axes; contiguous, and one element off 16-byte alignment (the row
+// and col kernels). quick cuts the long ones to 2^14 elements.
+func ReduceUnderflowCases(quick bool) []ReduceCase {
+	long := 1 << 18
+	if quick {
+		long = 1 << 14
+	}
+	var cs []ReduceCase
+	for _, l := range [](func([]int) Layout){Contiguous, Unaligned} {
+		for _, s := range []struct {
+			shape []int
+			axis  int
+		}{{[]int{4 * long}, 0}, {[]int{4, long}, 1}, {[]int{long, 2}, 0}, {[]int{long, 4}, 0}, {[]int{long, 8}, 0},
+			{[]int{256, 256}, 0}, {[]int{256, 256}, 1}} {
+			cs = append(cs, ReduceCase{Shape: s.shape, Axis: s.axis, Correction: 1, Layouts: same4(l), Data: DataUnderflow})
+		}
+	}
+	return cs
+}
+
 // tieSlice rewrites x (one slice, already random) as data asks.
 func tieSlice(op, data string, x []float64) {
 	switch {
@@ -143,6 +171,11 @@ func tieSlice(op, data string, x []float64) {
 	case data == DataHalf && op == "prod":
 		for j := 1; j < len(x); j += 2 {
 			x[j] = 0
+		}
+	case data == DataUnderflow && op == "prod":
+		for i, v := range x {
+			f := math.Abs(v) * 64
+			x[i] = math.Copysign(0.5+0.25*(f-math.Floor(f)), v)
 		}
 	case (data == DataEnds || data == DataFirst || data == DataLast) && op == "prod":
 		if data != DataLast {

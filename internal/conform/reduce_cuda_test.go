@@ -145,17 +145,44 @@ func TestReduceFlatRowsGPU(t *testing.T) {
 // forced wherever the shape allows it (BARACUDA_REDUCE_FLAT_STATS=always:
 // I == 1 and unsplit slices too, corrections with N - c <= 0 included), so
 // that every contiguous case with whole packs reaches it; the others take
-// their usual paths.
+// their usual paths. The apply pass walks the statistics tiles last to
+// first, and (quick cases) a pack per thread under
+// BARACUDA_REDUCE_FLAT_REUSE=never.
 func TestReduceFlatStatsGPU(t *testing.T) {
 	t.Setenv("BARACUDA_REDUCE_FLAT_STATS", "always")
 	env := testEnv(t)
-	cases := append(ReduceCases(quick()), ReduceFlatRowsCases(quick(), false)...)
-	for _, op := range []ops.ReduceOp{ops.ReduceVar, ops.ReduceStd} {
-		for _, dt := range dtype.All {
-			t.Run("reduce_bw_"+op.String()+"_"+dt.Suffix(), func(t *testing.T) {
-				report(t, env.CheckReduce(op, dt, cases, 48))
-			})
-		}
+	for _, reuse := range []string{"", "never"} {
+		t.Run("reuse="+reuse, func(t *testing.T) {
+			t.Setenv("BARACUDA_REDUCE_FLAT_REUSE", reuse)
+			cases := append(ReduceCases(quick() || reuse != ""), ReduceFlatRowsCases(quick() || reuse != "", false)...)
+			for _, op := range []ops.ReduceOp{ops.ReduceVar, ops.ReduceStd} {
+				for _, dt := range dtype.All {
+					t.Run("reduce_bw_"+op.String()+"_"+dt.Suffix(), func(t *testing.T) {
+						report(t, env.CheckReduce(op, dt, cases, 48))
+					})
+				}
+			}
+		})
+	}
+}
+
+// TestReduceUnderflowGPU: prod over slices whose products underflow to ±0
+// without a zero (ReduceUnderflowCases), where the flat kernel forms
+// dx = g*(±0/x) without a division (RedZeroQuot, red_quot), on the default
+// paths and with the flat kernel off (the row, col and stats/apply
+// kernels, which divide).
+func TestReduceUnderflowGPU(t *testing.T) {
+	env := testEnv(t)
+	cases := ReduceUnderflowCases(quick())
+	for _, flat := range []string{"", "never"} {
+		t.Run("flat="+flat, func(t *testing.T) {
+			t.Setenv("BARACUDA_REDUCE_FLAT", flat)
+			for _, dt := range dtype.All {
+				t.Run("reduce_bw_prod_"+dt.Suffix(), func(t *testing.T) {
+					report(t, env.CheckReduce(ops.ReduceProd, dt, cases, 49))
+				})
+			}
+		})
 	}
 }
 

@@ -76,14 +76,15 @@ func TestReduceFlatRowsCasesReachFlat(t *testing.T) {
 
 // TestReduceFlatStatsCasesReachFlat: under BARACUDA_REDUCE_FLAT_STATS=always
 // cases of TestReduceFlatStatsGPU reach var and std's flat path in every
-// dtype, among them I == 1, I dividing a pack and a correction with
-// N - c <= 0; by default the long [k, 4] rows of f16/bf16 do.
+// dtype, among them I == 1, I dividing a pack, I equal to a pack's
+// elements and a correction with N - c <= 0; by default long cases do in
+// every dtype.
 func TestReduceFlatStatsCasesReachFlat(t *testing.T) {
 	for _, env := range []string{"always", ""} {
 		t.Setenv("BARACUDA_REDUCE_FLAT_STATS", env)
 		cases := append(ReduceCases(false), ReduceFlatRowsCases(false, false)...)
 		for _, dt := range dtype.All {
-			var inner1, rows, corr, long int
+			var inner1, rows, full, corr, long int
 			for _, c := range cases {
 				if c.Layouts[0](c.Shape).Name != Contiguous(c.Shape).Name || product(c.Shape) == 0 {
 					continue
@@ -101,6 +102,8 @@ func TestReduceFlatStatsCasesReachFlat(t *testing.T) {
 				switch {
 				case inner == 1:
 					inner1++
+				case inner == int64(16/dt.Size()):
+					full++
 				default:
 					rows++
 				}
@@ -111,10 +114,10 @@ func TestReduceFlatStatsCasesReachFlat(t *testing.T) {
 					long++
 				}
 			}
-			if env == "always" && (inner1 == 0 || corr == 0 || rows == 0 && dt != dtype.F64) {
-				t.Errorf("%s: the flat path takes %d cases of I == 1, %d of rows, %d with N <= c", dt, inner1, rows, corr)
+			if env == "always" && (inner1 == 0 || full == 0 || corr == 0 || rows == 0 && dt != dtype.F64) {
+				t.Errorf("%s: the flat path takes %d cases of I == 1, %d of rows, %d of I == N, %d with N <= c", dt, inner1, rows, full, corr)
 			}
-			if env == "" && dt.Size() == 2 && long == 0 {
+			if env == "" && long == 0 {
 				t.Errorf("%s: no long case takes the flat path by default", dt)
 			}
 		}
