@@ -17,7 +17,7 @@ import (
 // threads still fit an H100 SM's 228 KiB.
 const lpSmemBytes = 24 << 10
 
-// lpRowBytes is sizeof(LpRow) in gen/lppool.cuh: an input row's pointers
+// lpRowBytes is sizeof(LpRow) in gen/lppool_util.cuh: an input row's pointers
 // and window rows, which the kernel's prologue computes once per tile.
 const lpRowBytes = 48
 
@@ -56,7 +56,7 @@ func (pl *lpPool) blockThreads(variant int, L *lpLayout) uint32 {
 	return uint32(int64(L.tu) * (int64(L.tr) / pl.rowsPer(variant)))
 }
 
-// divMagic32 returns the constants of lp_div32 in gen/lppool.cuh, which
+// divMagic32 returns the constants of lp_div32 in gen/lppool_util.cuh, which
 // divides any 0 <= n < 2^31 by 1 <= d <= 2^30 with a 32-bit multiply-high:
 // for a power of two (0, log2 d); otherwise (ceil(2^(31+l)/d), l-1) with
 // 2^(l-1) < d <= 2^l (the same theorem as divMagic, for 31-bit dividends).
