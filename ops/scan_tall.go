@@ -75,14 +75,12 @@ func tallPitch(s, size int64) int64 {
 // most rows, the fewer warps on a tie. ok is false where not even one
 // row a run fits.
 func tallPlan(op ScanOp, dt dtype.DType, c int64) (wc, items int64, ok bool) {
-	size := int64(dt.Size())
-	nops := op.inputs()
 	for w := int64(1); w <= scanWarps; w *= 2 {
 		if w > 1 && scanCeil(c, scanWarps/w) > scanTallMaxRounds {
 			break
 		}
 		it := tallItems(op, dt)
-		for it >= 1 && nops*32*w*tallPitch(it*c, size)*size > scanTallSmem {
+		for it >= 1 && tallSmem(op, dt, w, it, c) > scanTallSmem {
 			it--
 		}
 		if w*it > wc*items {
@@ -90,6 +88,13 @@ func tallPlan(op ScanOp, dt dtype.DType, c int64) (wc, items int64, ok bool) {
 		}
 	}
 	return wc, items, ok
+}
+
+// tallSmem is a tile's shared memory in bytes: every operand the op reads,
+// wc*32 runs of items rows of c columns at tallPitch.
+func tallSmem(op ScanOp, dt dtype.DType, wc, items, c int64) int64 {
+	size := int64(dt.Size())
+	return op.inputs() * 32 * wc * tallPitch(items*c, size) * size
 }
 
 // tallShape splits a shape at the axis: outer (the dims before it) and
@@ -120,7 +125,6 @@ func tallWanted(shape []int, axis int, env string) bool {
 // row mapping's (g.tall takes its forward-state passes). ok is false where
 // no tile fits.
 func newScanTallGeom(op ScanOp, dt dtype.DType, n, outer, inner int64) (g scanGeom, ok bool) {
-	size := int64(dt.Size())
 	wc, items, ok := tallPlan(op, dt, inner)
 	if !ok {
 		return g, false
@@ -130,7 +134,7 @@ func newScanTallGeom(op ScanOp, dt dtype.DType, n, outer, inner int64) (g scanGe
 	groups := scanWarps / wc
 	g.units = outer * scanCeil(inner, groups)
 	g.grid = g.chunks * outer
-	g.smem = scanAlign16(op.inputs() * 32 * wc * tallPitch(items*inner, size) * size)
+	g.smem = scanAlign16(tallSmem(op, dt, wc, items, inner))
 	g.chunked(op, dt)
 	return g, true
 }
