@@ -7,7 +7,8 @@
 // reduce_flat) leaves in the workspace:
 //   - cnt[s], a count per slice of the elements where the provisional dx
 //     may be wrong (Op::accum's z of that element alone: max/min an
-//     element equal to y, prod a zero), then cnt[S], the wide flag: set
+//     element equal to y, exact; prod a zero, exact up to two, which is
+//     all its formula asks), then cnt[S], the wide flag: set
 //     when some slice counted more than Op::flat_slots such elements;
 //   - at a 16-byte boundary, Op::flat_slots flat indices per slice of such
 //     elements (the first ones to arrive; any order);
@@ -17,7 +18,8 @@
 //     (prod) and few slices, red_flat_regrid's counters and partials
 //     (red_flat_regrid_ws).
 // RED_FLAT_LOCAL (gen/zconsts.cuh): up to this many slices the flat
-// kernel's blocks count in shared memory (red_flat_provisional).
+// kernel's blocks count in shared memory (red_flat_count_local), and the
+// fix kernel keeps each slice's context there (red_flat_fix_few).
 
 __device__ __forceinline__ i64 red_flat_counts_size(i64 S) { return (4 * (S + 1) + 15) & ~(i64)15; }
 
@@ -239,6 +241,109 @@ __device__ __forceinline__ void red_flat_regrid(const T* __restrict__ x, const T
 	}
 }
 
+// red_flat_fix_pack mends lane's pack q of dx (any q: past the packs it
+// writes nothing) from the mend bits mb and the slices' contexts sc and
+// marks sm (1: a wide slice; 2: a max/min slice with no element equal to
+// y). Max/min: an element's dx follows from its slice's context and its
+// bit alone, elem(cx, y) where flagged, elem(cx, NaN) = (g/count)*0
+// elsewhere (the bits of the provisional g*0 in a slice that is not
+// mended), so every pack that holds an element of a marked slice is
+// written whole, flagged elements or not: the walk's stores cover the
+// marked slices' dx like the flat kernel's, without the partial sectors
+// that merge with memory (a few flagged elements in each of many packs);
+// where a slice's slots mend it too, they write the same values. Prod:
+// the elements of wide slices, g*0, gathered into a pack, stored whole
+// where all are, else one by one.
+template <typename T, typename Op>
+__device__ __forceinline__ void red_flat_fix_pack(T* __restrict__ dx, const RedCtx<typename OpMath<T>::type>* sc,
+		const unsigned char* sm, unsigned mb, const ReduceLayout& L, i64 q) {
+	typedef typename OpMath<T>::type M;
+	constexpr int N = Pack<T>::N;
+	const bool in = q < L.fpacks;
+	int kq = 0, em = 0;  // element e is in slice kq + (e & em), under RED_FLAT_LOCAL
+	if (in) {
+		const i64 o = bc_div(q, L.fmagic[0], L.fshift[0]);
+		if (L.fip == 0) {
+			kq = (int)o;
+		} else {
+			kq = (int)red_flat_kq<N>(q, o, L);
+			em = red_flat_em<N>(L);
+		}
+	}
+	if (!in) return;
+	Pack<T> out;
+	if (Op::mend_mask) {
+		bool need = false;
+#pragma unroll
+		for (int e = 0; e < N; ++e) need = need || sm[kq + (e & em)] != 0;
+		if (!need) return;
+#pragma unroll
+		for (int e = 0; e < N; ++e) {
+			const RedCtx<M> c = sc[kq + (e & em)];
+			out.v[e] = from_op<T>(Op::elem(c, (mb >> e) & 1u ? c.q : M(NAN)));
+		}
+		store_pack(dx + q * N, out);
+		return;
+	}
+	unsigned wm = 0;  // the elements gathered into out
+#pragma unroll
+	for (int e = 0; e < N; ++e) {
+		const int s = kq + (e & em);
+		if (sm[s] != 1) continue;
+		out.v[e] = from_op<T>(Op::elem(sc[s], M(NAN)));
+		wm |= 1u << e;
+	}
+	if (wm == (1u << N) - 1u) {
+		store_pack(dx + q * N, out);
+	} else {
+#pragma unroll
+		for (int e = 0; e < N; ++e) {
+			if ((wm >> e) & 1u) dx[q * N + e] = out.v[e];
+		}
+	}
+}
+
+// red_flat_fix_few is the fix kernel's walk over the packs with few slices
+// (at most RED_FLAT_LOCAL): each block first puts every slice's context,
+// from its count, and its mark into shared memory; then the walk reads
+// only the mend mask, the mask loads of U packs a thread in flight
+// together, and mends them (red_flat_fix_pack).
+template <typename T, typename Op>
+__device__ __forceinline__ void red_flat_fix_few(const T* __restrict__ y, const T* __restrict__ dy, T* __restrict__ dx,
+		void* __restrict__ ws, const ReduceLayout& L) {
+	typedef typename OpMath<T>::type M;
+	constexpr int N = Pack<T>::N;
+	constexpr int U = 4;
+	__shared__ RedCtx<M> sc[RED_FLAT_LOCAL];
+	__shared__ unsigned char sm[RED_FLAT_LOCAL];
+	const unsigned* cnt = static_cast<const unsigned*>(ws);
+	for (int t = threadIdx.x; t < L.slices; t += blockDim.x) {
+		RedAcc<M> acc = Op::template assumed<M>();
+		acc.z = cnt[t];
+		const M yv = to_op(y[t]);
+		sc[t] = Op::template slice<M>(to_op(dy[t]), yv, acc, L.scale, L.k);
+		sm[t] = Op::mend_mask && acc.z == 0 ? 2 : Op::wide(acc) ? 1 : 0;
+	}
+	__syncthreads();
+	const unsigned* bits = red_flat_bits<Op>(ws, L.slices);
+	const int lane = threadIdx.x & 31;
+	const i64 nth = grid_threads();
+	for (i64 b0 = global_tid() - lane; b0 < L.fpacks; b0 += U * nth) {  // warp-uniform
+		unsigned mb[U];
+#pragma unroll
+		for (int j = 0; j < U; ++j) {
+			const i64 q0 = b0 + j * nth;
+			mb[j] = Op::mend_mask && q0 < L.fpacks ? red_flat_bits_load<N>(bits, q0) : 0u;
+		}
+#pragma unroll
+		for (int j = 0; j < U; ++j) {
+			const i64 q0 = b0 + j * nth;
+			if (q0 >= L.fpacks) break;
+			red_flat_fix_pack<T, Op>(dx, sc, sm, mb[j], L, q0 + lane);
+		}
+	}
+}
+
 // red_flat_fix (the fix kernel, after the flat kernel)
 // first walks the slices, a thread per slice (one coalesced load of a
 // warp's 32 counts). Where Op::fix says the provisional dx is wrong:
@@ -259,7 +364,8 @@ __device__ __forceinline__ void red_flat_regrid(const T* __restrict__ x, const T
 // of such a max/min slice), from the count alone: elem(cx, y) where
 // flagged, elem(cx, NaN) elsewhere (max/min: (g/count)*0; prod: g*0),
 // without reading x. So ties cost one pass over the mask, not over x, and
-// the grid covers long slices.
+// the grid covers long slices. With few slices that walk is
+// red_flat_fix_few's.
 template <typename T, typename Op>
 __device__ __forceinline__ void red_flat_fix(const T* __restrict__ x, const T* __restrict__ y,
 		const T* __restrict__ dy, T* __restrict__ dx, void* __restrict__ ws, const ReduceLayout& L) {
@@ -315,6 +421,10 @@ __device__ __forceinline__ void red_flat_fix(const T* __restrict__ x, const T* _
 		any_empty = __ballot_sync(0xffffffffu, e0 || e1) != 0;
 	}
 	if (cnt[L.slices] == 0 && !any_empty) return;
+	if (few) {
+		red_flat_fix_few<T, Op>(y, dy, dx, ws, L);
+		return;
+	}
 	const unsigned* bits = red_flat_bits<Op>(ws, L.slices);
 	const M nan = M(NAN);
 	for (i64 q0 = global_tid() - lane; q0 < L.fpacks; q0 += nth) {
@@ -377,39 +487,51 @@ __device__ __forceinline__ void red_flat_fix(const T* __restrict__ x, const T* _
 	}
 }
 
-// reduce_flat: without statistics dx = elem(slice(dy, y), x) is a map of x
-// with dy and y broadcast along the axis. Where every operand is dense (x
-// and dx viewed as [O, k, I], dy and y as [O, I]) the launcher takes this
-// kernel, which moves like the binary kernels: one 16-byte pack of x and
-// dx per thread over the flat index, a block per 256 packs. A pack lies in
-// one slice when I == 1 and k is a multiple of the pack's N (fip == 0: dy
-// and y are scalars, fmagic[0] divides by k/N), in N adjacent slices
-// when I is a multiple of N (fip = I/N: dy and y are packs too, fmagic[0]
-// divides by k*I/N and fmagic[1] by fip), or in N/I rows of all I slices
-// when I divides N and k*I is a multiple of N (fip = -I: element e is in
-// slice e mod I of its outer index; fmagic[0] divides by k*I/N).
-// The provisional ops (max, min, prod) take it too where their slices
-// would be split (red_flat_provisional): it writes the provisional dx
-// (their common case: one element equal to y; no zero), counts per slice
-// the elements that may make it wrong (red_flat_count: for max/min an
-// element equal to y, for prod a zero) and, for max/min, writes them as
-// the mend mask; the fix kernel then mends the slices where it is wrong
-// (red_flat_fix). Every dx is the same bits whatever the order of the
-// atomics. Var and std, which need the mean first, take it twice: their
-// statistics pass (L.phase RED_PHASE_FLAT), then, after the apply
-// kernel's totals, their apply pass (reduce_flat_stats.cuh).
-// red_flat_count_pack (all 32 lanes, converged) counts the flagged
-// elements m of lane's pack q (any q where m == 0) into the block's counts
-// in shared memory (local: few slices) or the workspace's. The flat
-// kernel calls it only where a lane of the warp flagged an element.
-template <typename T, typename Op>
-__device__ __forceinline__ void red_flat_count_pack(void* ws, unsigned* bcnt, i64* bslot, bool local, const ReduceLayout& L,
-		i64 q, unsigned m) {
+// red_flat_pack sets out to the provisional dx of pack xv whose element e
+// is in the slice of gv.v[e] and yp.v[e] (fip != 0) and returns its
+// flagged elements (red_flag): the fast form (RedFlatFast, with red_quot's
+// Z), then, only if it was out of its range somewhere, the exact form for
+// the whole pack (as red_elems).
+template <typename T, typename Op, bool Z>
+__device__ __forceinline__ unsigned red_flat_pack(const Pack<T>& xv, const Pack<T>& gv, const Pack<T>& yp, Pack<T>& out,
+		const ReduceLayout& L) {
+	typedef typename OpMath<T>::type M;
 	constexpr int N = Pack<T>::N;
-	unsigned* gcnt = static_cast<unsigned*>(ws);
-	unsigned* cnt = local ? bcnt : gcnt;
-	i64* slots = local ? bslot : red_flat_slots(ws, L.slices);
-	unsigned* wide = local ? nullptr : gcnt + L.slices;
+	const RedAcc<M> assumed = Op::template assumed<M>();
+	unsigned m = 0;
+	bool bad = false;
+#pragma unroll
+	for (int e = 0; e < N; ++e) {
+		const M yv = to_op(yp.v[e]), xe = to_op(xv.v[e]);
+		const RedCtx<M> c = Op::template slice<M>(to_op(gv.v[e]), yv, assumed, L.scale, L.k);
+		out.v[e] = from_op<T>(RedFlatFast<Op, T>::template elem<Z>(c, xe, bad));
+		m |= red_flag<Op>(xe, yv) ? 1u << e : 0u;
+	}
+	if (bad) {
+#pragma unroll
+		for (int e = 0; e < N; ++e) {
+			const M yv = to_op(yp.v[e]);
+			out.v[e] = from_op<T>(RedZeroQuot<Op>::elem(
+					Op::template slice<M>(to_op(gv.v[e]), yv, assumed, L.scale, L.k), to_op(xv.v[e])));
+		}
+	}
+	return m;
+}
+
+// red_flat_count_pack (all 32 lanes, converged) counts the flagged
+// elements m of lane's pack q (any q where m == 0) into the workspace's
+// counts, many slices (see red_flat_count_local for few). The flat kernel
+// calls it only where a lane of the warp flagged an element. Prod's counts
+// matter up to Op::wide (two zeros) and it records no slots: a lane adds
+// its own zeros, and none to a count that already reads two or more (a
+// count only grows, so the slice stays wide), which spares the atomics of
+// a slice with many zeros.
+template <typename T, typename Op>
+__device__ __forceinline__ void red_flat_count_pack(void* ws, const ReduceLayout& L, i64 q, unsigned m) {
+	constexpr int N = Pack<T>::N;
+	unsigned* cnt = static_cast<unsigned*>(ws);
+	i64* slots = red_flat_slots(ws, L.slices);
+	unsigned* wide = cnt + L.slices;
 	const i64 o = bc_div(q, L.fmagic[0], L.fshift[0]);
 	if (L.fip == 0) {
 		red_flat_count<Op, false>(cnt, slots, wide, o, m, q * N);
@@ -418,18 +540,77 @@ __device__ __forceinline__ void red_flat_count_pack(void* ws, unsigned* bcnt, i6
 	// Element e is in slice kq + (e & em) (red_flat_kq).
 	const i64 kq = red_flat_kq<N>(q, o, L);
 	const int em = red_flat_em<N>(L);
-	if (Op::flat_slots == 0 && local) {
-		// No slots to fill and no wide flag to set here (prod's zeros in
-		// few slices): each lane adds its own flagged elements to the
-		// block's counts, without grouping the warp's lanes by slice.
+#pragma unroll
+	for (int e = 0; e < N; ++e) {
+		if (Op::flat_slots > 0) {
+			red_flat_count<Op, true>(cnt, slots, wide, kq + (e & em), (m >> e) & 1u, q * N + e);
+		} else if ((m >> e) & 1u) {
+			unsigned* c = cnt + kq + (e & em);
+			if (*static_cast<volatile unsigned*>(c) < 2u && red_flat_crosses<Op>(atomicAdd(c, 1u), 1u)) {
+				*static_cast<volatile unsigned*>(wide) = 1;
+			}
+		}
+	}
+}
+
+// red_flat_count_local (all 32 lanes, converged) adds the flagged elements
+// m of each lane's pack q to the block's counts in shared memory (few
+// slices: at most RED_FLAT_LOCAL) and records the first Op::flat_slots of
+// each slice in the block's slots. Where the lanes that flag an element
+// share their first slice (kq, the common case: a warp's packs lie in one
+// slice, or in rows of the same few slices), the warp counts each element
+// position with a ballot and lane e adds the count of position e; a
+// position whose add starts under the slots then records its elements
+// there in lane order (a block's first few ties of a slice, so rarely).
+// Elsewhere each lane adds its own elements one by one.
+template <typename T, typename Op>
+__device__ __forceinline__ void red_flat_count_local(unsigned* bcnt, i64* bslot, const ReduceLayout& L, i64 q, unsigned m) {
+	constexpr int N = Pack<T>::N;
+	constexpr int SL = Op::flat_slots > 0 ? Op::flat_slots : 1;
+	const unsigned full = 0xffffffffu;
+	const int lane = threadIdx.x & 31;
+	i64 kq = 0;
+	int em = 0;  // element e is in slice kq + (e & em)
+	if (m != 0) {
+		const i64 o = bc_div(q, L.fmagic[0], L.fshift[0]);
+		if (L.fip == 0) {
+			kq = o;
+		} else {
+			kq = red_flat_kq<N>(q, o, L);
+			em = red_flat_em<N>(L);
+		}
+	}
+	const int lead = __ffs(__ballot_sync(full, m != 0)) - 1;
+	const i64 k0 = __shfl_sync(full, kq, lead);
+	if (__all_sync(full, m == 0 || kq == k0)) {
+		em = __shfl_sync(full, em, lead);
+		unsigned c = 0;  // lane e < N: the warp's flagged elements at position e
 #pragma unroll
 		for (int e = 0; e < N; ++e) {
-			if ((m >> e) & 1u) atomicAdd(bcnt + kq + (e & em), 1u);
+			const unsigned n = __popc(__ballot_sync(full, (m >> e) & 1u));
+			if (lane == e) c = n;
+		}
+		int b = Op::flat_slots;  // lane e < N: where position e's add starts
+		if (lane < N && c != 0) b = (int)atomicAdd(bcnt + k0 + (lane & em), c);
+		if (Op::flat_slots > 0) {
+			for (unsigned low = __ballot_sync(full, b < Op::flat_slots); low != 0; low &= low - 1) {
+				const int e = __ffs(low) - 1;
+				int at = __shfl_sync(full, b, e);
+				const i64 s = k0 + (e & em);
+				for (unsigned ln = __ballot_sync(full, (m >> e) & 1u); ln != 0 && at < Op::flat_slots; ln &= ln - 1, ++at) {
+					if (lane == __ffs(ln) - 1) bslot[s * SL + at] = q * N + e;
+				}
+			}
 		}
 		return;
 	}
 #pragma unroll
-	for (int e = 0; e < N; ++e) red_flat_count<Op, true>(cnt, slots, wide, kq + (e & em), (m >> e) & 1u, q * N + e);
+	for (int e = 0; e < N; ++e) {
+		if (!((m >> e) & 1u)) continue;
+		const i64 s = kq + (e & em);
+		const int b = (int)atomicAdd(bcnt + s, 1u);
+		if (b < Op::flat_slots) bslot[s * SL + b] = q * N + e;
+	}
 }
 
 // The provisional ops (max, min, prod) take it too where their slices
@@ -473,10 +654,14 @@ __device__ __forceinline__ void red_flat_provisional(const T* __restrict__ x, co
 				const M yv = to_op(y[o]);
 				const RedCtx<M> c = Op::template slice<M>(to_op(dy[o]), yv, assumed, L.scale, L.k);
 				// The fast form for the pack, then, only if it was out of
-				// its range somewhere, the exact form (as red_elems).
-				bool bad = false;
+				// its range somewhere, the exact form (as red_elems); a
+				// slice whose every element takes the exact form's
+				// division-free path (RedZeroQuot::whole) goes there first.
+				bool bad = RedZeroQuot<Op>::whole(c);
+				if (!bad) {
 #pragma unroll
-				for (int e = 0; e < N; ++e) out.v[e] = from_op<T>(RedFlatFast<Op, T>::elem(c, to_op(xv.v[e]), bad));
+					for (int e = 0; e < N; ++e) out.v[e] = from_op<T>(RedFlatFast<Op, T>::elem(c, to_op(xv.v[e]), bad));
+				}
 				if (bad) {
 #pragma unroll
 					for (int e = 0; e < N; ++e) out.v[e] = from_op<T>(RedZeroQuot<Op>::elem(c, to_op(xv.v[e])));
@@ -489,28 +674,24 @@ __device__ __forceinline__ void red_flat_provisional(const T* __restrict__ x, co
 			} else {
 				const i64 kq = red_flat_kq<N>(q, o, L);
 				const Pack<T> gv = red_flat_load(dy + kq, L), yp = red_flat_load(y + kq, L);
-				bool bad = false;
-#pragma unroll
-				for (int e = 0; e < N; ++e) {
-					const M yv = to_op(yp.v[e]), xe = to_op(xv.v[e]);
-					const RedCtx<M> c = Op::template slice<M>(to_op(gv.v[e]), yv, assumed, L.scale, L.k);
-					out.v[e] = from_op<T>(RedFlatFast<Op, T>::elem(c, xe, bad));
-					m |= red_flag<Op>(xe, yv) ? 1u << e : 0u;
-				}
-				if (bad) {
-					// RedFast's quotient was out of its range somewhere:
-					// the exact form for the whole pack (as red_elems).
-#pragma unroll
-					for (int e = 0; e < N; ++e) {
-						const M yv = to_op(yp.v[e]);
-						out.v[e] = from_op<T>(RedZeroQuot<Op>::elem(
-								Op::template slice<M>(to_op(gv.v[e]), yv, assumed, L.scale, L.k), to_op(xv.v[e])));
-					}
+				// Rows of a few slices (fip < 0) take red_quot's test for
+				// a zero dividend: there the few products underflow
+				// together, in every pack.
+				if (L.fip < 0) {
+					m = red_flat_pack<T, Op, true>(xv, gv, yp, out, L);
+				} else {
+					m = red_flat_pack<T, Op, false>(xv, gv, yp, out, L);
 				}
 			}
 			store_pack(dx + q * N, out);
 		}
-		if (__ballot_sync(0xffffffffu, m != 0) != 0) red_flat_count_pack<T, Op>(ws, bcnt, bslot, local, L, q, m);
+		if (__ballot_sync(0xffffffffu, m != 0) != 0) {
+			if (local) {
+				red_flat_count_local<T, Op>(bcnt, bslot, L, q, m);
+			} else {
+				red_flat_count_pack<T, Op>(ws, L, q, m);
+			}
+		}
 		if (Op::mend_mask) red_flat_bits_store<N>(red_flat_bits<Op>(ws, L.slices), q0, m);
 	}
 	if (local) {
@@ -530,6 +711,27 @@ __device__ __forceinline__ void red_flat_provisional(const T* __restrict__ x, co
 	}
 }
 
+// reduce_flat: without statistics dx = elem(slice(dy, y), x) is a map of x
+// with dy and y broadcast along the axis. Where every operand is dense (x
+// and dx viewed as [O, k, I], dy and y as [O, I]) the launcher takes this
+// kernel, which moves like the binary kernels: one 16-byte pack of x and
+// dx per thread over the flat index, a block per 256 packs. A pack lies in
+// one slice when I == 1 and k is a multiple of the pack's N (fip == 0: dy
+// and y are scalars, fmagic[0] divides by k/N), in N adjacent slices
+// when I is a multiple of N (fip = I/N: dy and y are packs too, fmagic[0]
+// divides by k*I/N and fmagic[1] by fip), or in N/I rows of all I slices
+// when I divides N and k*I is a multiple of N (fip = -I: element e is in
+// slice e mod I of its outer index; fmagic[0] divides by k*I/N).
+// The provisional ops (max, min, prod) take it too where their slices
+// would be split (red_flat_provisional): it writes the provisional dx
+// (their common case: one element equal to y; no zero), counts per slice
+// the elements that may make it wrong (red_flat_count: for max/min an
+// element equal to y, for prod a zero) and, for max/min, writes them as
+// the mend mask; the fix kernel then mends the slices where it is wrong
+// (red_flat_fix). Every dx is the same bits whatever the order of the
+// atomics. Var and std, which need the mean first, take it twice: their
+// statistics pass (L.phase RED_PHASE_FLAT), then, after the apply
+// kernel's totals, their apply pass (reduce_flat_stats.cuh).
 template <typename T, typename Op>
 __device__ __forceinline__ void reduce_flat(const T* __restrict__ x, const T* __restrict__ y,
 		const T* __restrict__ dy, T* __restrict__ dx, void* __restrict__ ws, const ReduceLayout& L) {

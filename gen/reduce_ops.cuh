@@ -189,10 +189,14 @@ struct RedProd {
 // every element of such a slice. The flat kernel takes it (RedFlatFast);
 // the others keep Op::elem (the f32 row kernel would take 84 registers
 // instead of 78: two blocks an SM instead of three).
+// RedZeroQuot<Op>::whole(c) tells whether every element of a slice of
+// context c takes that path (prod's y = ±0 with no zero counted).
 template <typename Op> struct RedZeroQuot {
+	template <typename M> __device__ static bool whole(const RedCtx<M>&) { return false; }
 	template <typename M> __device__ static M elem(const RedCtx<M>& c, M x) { return Op::elem(c, x); }
 };
 template <> struct RedZeroQuot<RedProd> {
+	template <typename M> __device__ static bool whole(const RedCtx<M>& c) { return c.mode == 0 && c.q == M(0); }
 	template <typename M> __device__ static M elem(const RedCtx<M>& c, M x) {
 		if (c.mode == 0 && c.q == M(0)) return c.p * (x == x && x != M(0) ? red_zero_quot(c.q, x) : M(NAN));
 		return RedProd::elem(c, x);
@@ -258,21 +262,29 @@ struct RedStd : RedVar {
 // residual n - d*q0 (exact by fma), which gives the correctly rounded
 // quotient except within about 2^-22 ulp of a rounding boundary (then its
 // neighbour). That holds where d and the quotient are normal floats inside
-// [2^-125, 2^125] and |n| is at least 2^-100, and gives the exact ±0 for
-// n = ±0 with d in that range (prod's y that underflows); anywhere else
-// (a zero d, subnormals, the ends of the range, inf, NaN) it sets bad and
-// the caller redoes the whole pack with exact divisions (red_elems).
-__device__ __forceinline__ float red_quot(float n, float d, bool& bad) {
+// [2^-125, 2^125] and |n| is at least 2^-100, and with Z also for n = ±0
+// with d in that range (the exact ±0: prod's y that underflows); anywhere
+// else (zeros, subnormals, the ends of the range, inf, NaN) it sets bad
+// and the caller redoes the whole pack with its exact form (red_elems; the
+// flat kernel's RedZeroQuot, which takes no division for a zero n). Z
+// costs a test in every element, so only the flat kernel's rows of a few
+// slices take it (see red_flat_provisional).
+template <bool Z = false> __device__ __forceinline__ float red_quot(float n, float d, bool& bad) {
 	float r;
 	asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(d));
 	const float q0 = n * r;
 	const float q = fmaf(fmaf(-d, q0, n), r, q0);
 	const float an = fabsf(n), ad = fabsf(d), aq = fabsf(q);
-	// A zero n with d in range: n*r is the exact ±0 (r is finite, of d's
-	// sign), where the refinement could lose the sign of -0/d.
-	const bool zero = n == 0.0f;
-	bad = bad | !((ad >= 0x1p-125f) & (ad <= 0x1p125f) & (zero | ((an >= 0x1p-100f) & (aq >= 0x1p-125f) & (aq <= 0x1p125f))));
-	return zero ? q0 : q;
+	if (Z) {
+		// A zero n with d in range: n*r is the exact ±0 (r is finite, of
+		// d's sign), where the refinement could lose the sign of -0/d.
+		const bool zero = n == 0.0f;
+		bad = bad |
+				!((ad >= 0x1p-125f) & (ad <= 0x1p125f) & (zero | ((an >= 0x1p-100f) & (aq >= 0x1p-125f) & (aq <= 0x1p125f))));
+		return zero ? q0 : q;
+	}
+	bad = bad | !((ad >= 0x1p-125f) & (ad <= 0x1p125f) & (an >= 0x1p-100f) & (aq >= 0x1p-125f) & (aq <= 0x1p125f));
+	return q;
 }
 
 // RedFast<Op, T>::elem is Op::elem with red_quot in place of its division
@@ -285,20 +297,22 @@ __device__ __forceinline__ float red_quot(float n, float d, bool& bad) {
 // and for norm2 (x/y: the exact division's own fast path is shorter than
 // red_quot with its range checks).
 template <typename Op, typename T, bool = Narrow<T>::value> struct RedFast {
-	template <typename M> __device__ static M elem(const RedCtx<M>& c, M x, bool&) { return Op::elem(c, x); }
+	template <bool Z = false, typename M> __device__ static M elem(const RedCtx<M>& c, M x, bool&) { return Op::elem(c, x); }
 };
 template <typename T> struct RedFast<RedProd, T, true> {
-	__device__ static float elem(const RedCtx<float>& c, float x, bool& bad) {
+	template <bool Z = false> __device__ static float elem(const RedCtx<float>& c, float x, bool& bad) {
 		bad = bad | (c.mode != 0);
-		return c.p * red_quot(c.q, x, bad);
+		return c.p * red_quot<Z>(c.q, x, bad);
 	}
 };
 
 // RedFlatFast<Op, T>::elem is the flat kernel's fast form: RedFast's for
-// f16 and bf16 (red_quot, exact for a zero dividend), RedZeroQuot's for
-// the others; its exact form, where RedFast sets bad, is RedZeroQuot's.
+// f16 and bf16 (red_quot), RedZeroQuot's for the others; its exact form,
+// where RedFast sets bad, is RedZeroQuot's.
 template <typename Op, typename T, bool = Narrow<T>::value> struct RedFlatFast {
-	template <typename M> __device__ static M elem(const RedCtx<M>& c, M x, bool&) { return RedZeroQuot<Op>::elem(c, x); }
+	template <bool Z = false, typename M> __device__ static M elem(const RedCtx<M>& c, M x, bool&) {
+		return RedZeroQuot<Op>::elem(c, x);
+	}
 };
 template <typename Op, typename T> struct RedFlatFast<Op, T, true> : RedFast<Op, T> {};
 

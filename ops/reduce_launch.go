@@ -464,10 +464,12 @@ func (p *ReduceBackward) launchSmem(s *driver.Stream, lf *loadedFunction, a *Red
 		grid = limit
 	}
 	if L.phase == redPhaseFlat {
-		// Most of red_flat_fix's blocks find no wide slice and return:
-		// two blocks an SM walk the packs where one is wide, and there is
-		// at least a thread per slice.
-		grid = max(min(grid, int64(2*lf.sms)), ceilDiv(L.slices, redBlock))
+		// red_flat_fix: the blocks that fit at once, and at least a thread
+		// per slice. Where no slice needs its walk over the packs they
+		// return after a look at the counts; where one does, the walk's
+		// loads of counts and mask bits wait on memory, and every
+		// resident block keeps more of them in flight.
+		grid = max(min(grid, int64(lf.sms*lf.blocksPerSM)), ceilDiv(L.slices, redBlock))
 	}
 	return p.launchGrid(s, lf, a, L, max(min(grid, maxGridX), 1), smem)
 }
