@@ -61,6 +61,7 @@
 #include "reduce_col.cuh"
 #include "reduce_pass.cuh"
 #include "reduce_flat.cuh"
+#include "reduce_flat_fix.cuh"
 #include "reduce_kernels.cuh"
 #include "reduce_seg.cuh"
 #include "reduce_short.cuh"

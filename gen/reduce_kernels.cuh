@@ -1,6 +1,6 @@
 #pragma once
 // The kernel bodies, one per variant, and the strip kernel (red_strip).
-#include "reduce_flat.cuh"
+#include "reduce_flat_fix.cuh"
 
 // Kernel bodies, one per variant (all take the family's one parameter list):
 //   reduce_flat:  ops without statistics on dense operands, and max, min
@@ -13,7 +13,8 @@
 //   reduce_apply: launched twice after reduce_stats: red_total (the
 //                 slices' totals), then dx;
 //   reduce_fix:   launched once after reduce_flat for max, min and prod:
-//                 mends its provisional dx (red_flat_fix);
+//                 mends its provisional dx (red_flat_fix,
+//                 reduce_flat_fix.cuh);
 //   reduce_one:   var/std's split col slices in one launch (for an x
 //                 larger than L2, the launcher's choice): each tile keeps
 //                 its x in shared memory until its slice block's totals

@@ -61,7 +61,7 @@ const (
 // prod with two or more zeros; with few slices, max and min with no
 // element equal to y), or by reading the slice again: a warp a slice
 // where the slices are many, the whole grid a slice where they are at most
-// redFlatLocal (prod with one zero, red_flat_regrid) (gen/reduce_flat.cuh,
+// redFlatLocal (prod with one zero, red_flat_regrid) (gen/reduce_flat_fix.cuh,
 // red_flat_fix). Against the stats kernel and red_total
 // (or the cluster kernel), which read x as strided tiles and combine
 // partials, the flat kernel streams x at the binary kernels' speed on an
