@@ -133,7 +133,7 @@ func loadFunction(ctx *driver.Context, row *kernelRow, block, smem, smemCap int)
 	if err := driver.CheckComputeCapability(major, minor, MinComputeMajor, MinComputeMinor); err != nil {
 		return nil, err
 	}
-	module := moduleFor(row, major, os.Getenv(basePTXEnv) != "")
+	module := moduleFor(row, major, knob(basePTXEnv) != "")
 	if module == "" {
 		return &loadedFunction{ctx: ctx}, errNoBuild
 	}
@@ -291,7 +291,7 @@ const basePTXEnv = "BARACUDA_BASE_PTX"
 
 // kernelPTX is the standalone PTX module of one kernel.
 func kernelPTX(module, name string) ([]byte, error) {
-	if dir := os.Getenv(pTXDirEnv); dir != "" {
+	if dir := knob(pTXDirEnv); dir != "" {
 		m, err := dirModule(dir, module)
 		if err != nil {
 			return nil, err

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"slices"
 
 	"github.com/baracuda-go/baracuda/driver"
@@ -317,14 +316,14 @@ func NewReduceBackward(desc ReduceDesc) (*ReduceBackward, error) {
 		if desc.Op.hasStats() {
 			acc := redAccSize(desc.DType)
 			w := int64(redBlock / p.col.group)
-			if cm := os.Getenv(reduceClusterEnv); p.col.nchunks > 1 && (cm == "always" || cm != "never" && clusterOp(desc.Op, desc.DType)) {
+			if cm := knob(reduceClusterEnv); p.col.nchunks > 1 && (cm == "always" || cm != "never" && clusterOp(desc.Op, desc.DType)) {
 				p.clu = clusterGeometry(p.slices, k, colVec(desc.DType, desc.Op))
 				p.cluAny = cm == "always"
 			}
 			if err := p.planStrip(); err != nil {
 				return nil, err
 			}
-			mode := os.Getenv(reduceOneEnv)
+			mode := knob(reduceOneEnv)
 			if p.col.nchunks > 1 && !desc.Op.provisional() && mode != "never" {
 				v := colVec(desc.DType, desc.Op)
 				if geo, ok := oneGeometry(p.col, k, w*v*int64(desc.DType.Size())); ok {
@@ -372,7 +371,7 @@ func (p *ReduceBackward) flatSplit() bool {
 	if p.k > math.MaxInt32 {
 		return false // the counts are 32-bit
 	}
-	switch os.Getenv(reduceFlatEnv) {
+	switch knob(reduceFlatEnv) {
 	case "never":
 		return false
 	case "always":

@@ -1,7 +1,5 @@
 package ops
 
-import "os"
-
 // The flat path of var and std. Along an outer axis of few slices (x
 // seen as [O, k, I] with I dividing a 16-byte pack's elements: 2 or 4 of
 // f16/bf16, 2 of f32, or equal to them: 8 of f16/bf16, 4 of f32, 2 of
@@ -73,7 +71,7 @@ func flatStatsGeometry(f reduceFlat, slices, k int64, size int) reduceGeom {
 // planFlatStats sets up the flat path of var and std (reduceFlatStatsEnv)
 // on the plan's flat layout, or clears the layout where the path is off.
 func (p *ReduceBackward) planFlatStats() {
-	mode := os.Getenv(reduceFlatStatsEnv)
+	mode := knob(reduceFlatStatsEnv)
 	geo, _ := p.denseGeom()
 	on := p.flat.packs > 0 && p.flat.ip <= 1 && mode != "never" &&
 		(mode == "always" || geo.nchunks > 1 && (mode != "outer" || p.flat.ip != 0))
@@ -82,7 +80,7 @@ func (p *ReduceBackward) planFlatStats() {
 		return
 	}
 	p.flatSt = true
-	p.flatRev = os.Getenv(reduceFlatReuseEnv) != "never"
+	p.flatRev = knob(reduceFlatReuseEnv) != "never"
 	p.flatG = flatStatsGeometry(p.flat, p.slices, p.k, p.desc.DType.Size())
 	// The partials, then one total per slice (red_total).
 	p.ws = max(p.ws, p.slices*(p.flatG.nchunks+1)*redAccSize(p.desc.DType))

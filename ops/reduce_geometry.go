@@ -1,8 +1,6 @@
 package ops
 
 import (
-	"os"
-
 	"github.com/baracuda-go/baracuda/dtype"
 )
 
@@ -192,7 +190,7 @@ const reduceStripTiesEnv = "BARACUDA_REDUCE_STRIP_TIES"
 // stripDefault reports whether Run takes the strip kernel by default for
 // op (see above).
 func stripDefault(op ReduceOp) bool {
-	return stripOp(op) || (op == ReduceMax || op == ReduceMin) && os.Getenv(reduceStripTiesEnv) != "never"
+	return stripOp(op) || (op == ReduceMax || op == ReduceMin) && knob(reduceStripTiesEnv) != "never"
 }
 
 // reduceStripEnv, read when a plan is made, overrides the choice above:
@@ -415,7 +413,7 @@ func flatGeometry(shape []int, axis int, elems int64, size int, rows bool) reduc
 // developer's knob; users leave it unset.
 const reduceFlatRowsEnv = "BARACUDA_REDUCE_FLAT_ROWS"
 
-func flatRowsOn() bool { return os.Getenv(reduceFlatRowsEnv) != "never" }
+func flatRowsOn() bool { return knob(reduceFlatRowsEnv) != "never" }
 
 // planStrip sets up the strip kernels the plan may take (see stripOp and
 // reduceStripEnv) where the shape can be cut into strips: the clustered
@@ -424,7 +422,7 @@ func flatRowsOn() bool { return os.Getenv(reduceFlatRowsEnv) != "never" }
 func (p *ReduceBackward) planStrip() error {
 	dt := p.desc.DType
 	one := dt.Size() == 2 // the one-block form where the clustered one is missing
-	switch os.Getenv(reduceStripEnv) {
+	switch knob(reduceStripEnv) {
 	case "never":
 		return nil
 	case "always":
@@ -436,7 +434,7 @@ func (p *ReduceBackward) planStrip() error {
 			return nil
 		}
 	}
-	clustered := os.Getenv(reduceStripClusterEnv) != "never"
+	clustered := knob(reduceStripClusterEnv) != "never"
 	if !clustered {
 		one = true
 	}

@@ -2,7 +2,6 @@ package ops
 
 import (
 	"errors"
-	"os"
 	"slices"
 	"sync"
 
@@ -224,7 +223,7 @@ func newReduceMulti(id planID, desc ReduceDesc, axes []int, numel int64) (*Reduc
 	if desc.Op.hasStats() {
 		p.ws = (L.tiles*redAccSize(desc.DType) + 15) &^ 15
 	}
-	if mode := os.Getenv(reduceSegcEnv); stripOp(desc.Op) && mode != "never" {
+	if mode := knob(reduceSegcEnv); stripOp(desc.Op) && mode != "never" {
 		size := int64(desc.DType.Size())
 		np := 16 / size
 		chunk := ceilDiv(ceilDiv(m.n, redSegCluster), np) * np

@@ -1,8 +1,6 @@
 package ops
 
 import (
-	"os"
-
 	"github.com/baracuda-go/baracuda/driver"
 )
 
@@ -148,7 +146,7 @@ func shortPays(op ReduceOp, size int, form int) bool {
 // planShort sets the plan's short mapping (see shortGeometry and, by
 // default, shortPays).
 func (p *ReduceBackward) planShort() error {
-	mode := os.Getenv(reduceShortEnv)
+	mode := knob(reduceShortEnv)
 	g := shortGeometry(p.shape, p.axis, p.desc.DType.Size(), mode)
 	if g.form == redShortNone || !redShortAny(mode) && !shortPays(p.desc.Op, p.desc.DType.Size(), g.form) {
 		return nil

@@ -2,7 +2,6 @@ package ops
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/baracuda-go/baracuda/driver"
 	"github.com/baracuda-go/baracuda/dtype"
@@ -260,18 +259,18 @@ func NewScanBackward(desc ScanDesc) (*ScanBackward, error) {
 		return nil, id.errorf(ErrUnsupported, "no kernel for %s %s", desc.Op, desc.DType)
 	}
 	p.kernel = newKernelRef("scan", name)
-	if numel > 0 && scanShortPicks(p.geom.n, p.geom.nslices, os.Getenv(scanShortEnv)) {
+	if numel > 0 && scanShortPicks(p.geom.n, p.geom.nslices, knob(scanShortEnv)) {
 		if sname, ok := lookupKernel("scan", desc.Op.String(), desc.DType, "short"); ok {
 			p.setShort(sname)
 			return p, nil
 		}
 	}
-	if p.geom.pair != nil && os.Getenv(scanPairEnv) != "never" {
+	if p.geom.pair != nil && knob(scanPairEnv) != "never" {
 		if pname, ok := lookupKernel("scan", desc.Op.String(), desc.DType, "colpair"); ok {
 			p.pairK = newKernelRef("scan", pname)
 		}
 	}
-	env := os.Getenv(scanStripEnv)
+	env := knob(scanStripEnv)
 	p.stripAll = env == "always"
 	if numel > 0 && !p.geom.row && (p.geom.chunks > 1 || p.stripAll) && env != "never" {
 		if sm := scanStripSmem(p.geom.n); sm <= scanStripSmemCap {

@@ -1,7 +1,6 @@
 package ops
 
 import (
-	"os"
 	"strconv"
 
 	"github.com/baracuda-go/baracuda/dtype"
@@ -168,7 +167,7 @@ func newScanGeom(op ScanOp, dt dtype.DType, shape []int, axis int, elems int64) 
 	g := scanGeom{n: int64(shape[axis])}
 	g.nslices = elems / g.n
 	rowMin := 8 * colN
-	if v, err := strconv.ParseInt(os.Getenv(scanRowMinEnv), 10, 64); err == nil && v >= 1 {
+	if v, err := strconv.ParseInt(knob(scanRowMinEnv), 10, 64); err == nil && v >= 1 {
 		rowMin = v
 	}
 	if numel(shape[axis+1:]) == 1 && g.n > rowMin {

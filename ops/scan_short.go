@@ -1,7 +1,6 @@
 package ops
 
 import (
-	"os"
 	"strconv"
 
 	"github.com/baracuda-go/baracuda/driver"
@@ -245,7 +244,7 @@ func (p *ScanBackward) runShort(s *driver.Stream, a *ScanArgs, L *scanLayout) er
 func (p *ScanBackward) setShort(name string) {
 	p.kernel = newKernelRef("scan", name)
 	p.short = true
-	env := os.Getenv(scanShortWideEnv)
+	env := knob(scanShortWideEnv)
 	p.shortOld, p.shortAll = env == "never", env == "always"
 	op, dt, n := p.desc.Op, p.desc.DType, p.geom.n
 	block := int64(p.kernel.block)

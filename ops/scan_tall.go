@@ -2,7 +2,6 @@ package ops
 
 import (
 	"errors"
-	"os"
 
 	"github.com/baracuda-go/baracuda/driver"
 	"github.com/baracuda-go/baracuda/dtype"
@@ -175,7 +174,7 @@ func tallLayout(a *ScanArgs, L *scanLayout, op ScanOp, size, outer, inner int64)
 // newTall sets the plan's tall kernel and geometry where the policy
 // takes the tall mapping (numel > 0).
 func (p *ScanBackward) newTall() {
-	if !tallWanted(p.shape, p.axis, os.Getenv(scanTallEnv)) {
+	if !tallWanted(p.shape, p.axis, knob(scanTallEnv)) {
 		return
 	}
 	name, ok := lookupKernel("scan", p.desc.Op.String(), p.desc.DType, "tall")

@@ -3,7 +3,6 @@ package ops
 import (
 	"errors"
 	"fmt"
-	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -184,7 +183,7 @@ func WarmAll(ctx *driver.Context, opt WarmOptions) error {
 	if err := driver.CheckComputeCapability(major, minor, MinComputeMajor, MinComputeMinor); err != nil {
 		return err
 	}
-	jobs := warmJobs(major, os.Getenv(basePTXEnv) != "", opt)
+	jobs := warmJobs(major, knob(basePTXEnv) != "", opt)
 	return warmEach(len(jobs), opt, func(i int) error {
 		_, err := loadKernel(ctx, jobs[i].module, jobs[i].name)
 		return err
