@@ -104,6 +104,21 @@ __device__ __forceinline__ void red_flat_regrid(const T* __restrict__ x, const T
 	}
 }
 
+// red_flat_store_some stores the elements wm of out into pack q of dx:
+// the whole pack where wm has every element, else one by one.
+template <typename T>
+__device__ __forceinline__ void red_flat_store_some(T* __restrict__ dx, i64 q, const Pack<T>& out, unsigned wm) {
+	constexpr int N = Pack<T>::N;
+	if (wm == (1u << N) - 1u) {
+		store_pack(dx + q * N, out);
+		return;
+	}
+#pragma unroll
+	for (int e = 0; e < N; ++e) {
+		if ((wm >> e) & 1u) dx[q * N + e] = out.v[e];
+	}
+}
+
 // red_flat_fix_pack mends lane's pack q of dx (any q: past the packs it
 // writes nothing) from the mend bits mb and the slices' contexts sc and
 // marks sm (1: a wide slice; 2: a max/min slice with no element equal to
@@ -156,14 +171,7 @@ __device__ __forceinline__ void red_flat_fix_pack(T* __restrict__ dx, const RedC
 		out.v[e] = from_op<T>(Op::elem(sc[s], M(NAN)));
 		wm |= 1u << e;
 	}
-	if (wm == (1u << N) - 1u) {
-		store_pack(dx + q * N, out);
-	} else {
-#pragma unroll
-		for (int e = 0; e < N; ++e) {
-			if ((wm >> e) & 1u) dx[q * N + e] = out.v[e];
-		}
-	}
+	red_flat_store_some(dx, q, out, wm);
 }
 
 // red_flat_fix_few is the fix kernel's walk over the packs with few slices
@@ -220,15 +228,14 @@ __device__ __forceinline__ void red_flat_fix_few(const T* __restrict__ y, const 
 //     the warp redoes together, one after another (red_flat_redo), where
 //     the slices are many (short); with few (long) slices the grid does:
 //     prod's by red_flat_regrid, max/min's in the walk below.
-// Then, where the wide flag is set (or, with few slices, a max/min slice
-// has no element equal to y), the whole grid walks x's packs as the flat
-// kernel did and rewrites, in the packs of wide slices, the elements the
-// mend mask flags (every element without Op::mend_mask, and every element
-// of such a max/min slice), from the count alone: elem(cx, y) where
-// flagged, elem(cx, NaN) elsewhere (max/min: (g/count)*0; prod: g*0),
-// without reading x. So ties cost one pass over the mask, not over x, and
-// the grid covers long slices. With few slices that walk is
-// red_flat_fix_few's.
+// Then, where the wide flag is set, the whole grid walks x's packs as the
+// flat kernel did and rewrites, in the packs of wide slices, the elements
+// the mend mask flags (every element without Op::mend_mask), from the
+// count alone: elem(cx, y) where flagged, elem(cx, NaN) elsewhere
+// (max/min: (g/count)*0; prod: g*0), without reading x. So ties cost one
+// pass over the mask, not over x, and the grid covers long slices. With
+// few slices that walk is red_flat_fix_few's, which also rewrites every
+// element of a max/min slice with no element equal to y.
 template <typename T, typename Op>
 __device__ __forceinline__ void red_flat_fix(const T* __restrict__ x, const T* __restrict__ y,
 		const T* __restrict__ dy, T* __restrict__ dx, void* __restrict__ ws, const ReduceLayout& L) {
@@ -298,9 +305,7 @@ __device__ __forceinline__ void red_flat_fix(const T* __restrict__ x, const T* _
 		if (L.fip == 0) {
 			RedAcc<M> acc = Op::template assumed<M>();
 			acc.z = cnt[o];
-			const bool empty = Op::mend_mask && few && acc.z == 0;
-			if (Op::mend_mask && mb == 0 && !empty) continue;
-			if (!Op::wide(acc) && !empty) continue;
+			if ((Op::mend_mask && mb == 0) || !Op::wide(acc)) continue;
 			const M yv = to_op(y[o]);
 			const RedCtx<M> cx = Op::template slice<M>(to_op(dy[o]), yv, acc, L.scale, L.k);
 			Pack<T> out;
@@ -322,11 +327,10 @@ __device__ __forceinline__ void red_flat_fix(const T* __restrict__ x, const T* _
 				const i64 s = kq + (e & em);
 				RedAcc<M> acc = Op::template assumed<M>();
 				acc.z = cnt[s];
-				const bool empty = Op::mend_mask && few && acc.z == 0;
-				if (!Op::wide(acc) && !empty) continue;
+				if (!Op::wide(acc)) continue;
 				const M yv = to_op(y[s]);
 				const bool flagged = (mb >> e) & 1;
-				if (Op::mend_mask && !flagged && !empty) continue;
+				if (Op::mend_mask && !flagged) continue;
 				const RedCtx<M> cx = Op::template slice<M>(to_op(dy[s]), yv, acc, L.scale, L.k);
 				const T v = from_op<T>(Op::elem(cx, flagged ? yv : nan));
 				if (Op::mend_mask) {
@@ -336,16 +340,7 @@ __device__ __forceinline__ void red_flat_fix(const T* __restrict__ x, const T* _
 					wm |= 1u << e;
 				}
 			}
-			if (!Op::mend_mask) {
-				if (wm == (1u << N) - 1u) {
-					store_pack(dx + q * N, out);
-				} else {
-#pragma unroll
-					for (int e = 0; e < N; ++e) {
-						if ((wm >> e) & 1u) dx[q * N + e] = out.v[e];
-					}
-				}
-			}
+			if (!Op::mend_mask) red_flat_store_some(dx, q, out, wm);
 		}
 	}
 }
