@@ -57,14 +57,26 @@ func pyList(t *testing.T, path, name string) []string {
 	return names
 }
 
+// pyForward reports whether the Python script at path has a forward for
+// op: an entry "op": lambda of one of its forward tables.
+func pyForward(t *testing.T, path, op string) bool {
+	t.Helper()
+	src, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return regexp.MustCompile(`"` + regexp.QuoteMeta(op) + `": lambda\b`).Match(src)
+}
+
 // TestOpListsAgree ties each family's op lists to the spec's: the op names
 // of the generated kernel table, the Go enum (the *Ops functions; for LP
 // pool the names NewLpPool*Backward spells from p), the reference's lists
 // in internal/ref and the PyTorch scripts' lists (bench/torch_ref.py,
-// scripts/torch_vectors.py), all in one order. A spec op without an enum
-// value is otherwise unreachable, and an enum value without kernels fails
-// only when a plan is made. Every enum value must also have the kernels
-// of the variants that serve every op, in every dtype.
+// scripts/torch_vectors.py), all in one order, and each script has a
+// forward ("op": lambda) for every op of its list. A spec op without an
+// enum value is otherwise unreachable, and an enum value without kernels
+// fails only when a plan is made. Every enum value must also have the
+// kernels of the variants that serve every op, in every dtype.
 func TestOpListsAgree(t *testing.T) {
 	const torchRef, torchVectors = "../bench/torch_ref.py", "../scripts/torch_vectors.py"
 	cases := []struct {
@@ -102,6 +114,11 @@ func TestOpListsAgree(t *testing.T) {
 					if got := pyList(t, path, c.py); !slices.Equal(got, c.enum) {
 						t.Errorf("%s: %s = %q, the Go enum %q", path, c.py, got, c.enum)
 					}
+					for _, op := range c.enum {
+						if !pyForward(t, path, op) {
+							t.Errorf("%s: no forward \"%s\": lambda for %s op %s", path, op, c.family, op)
+						}
+					}
 				}
 			}
 		})
@@ -114,6 +131,17 @@ func TestBinaryNeedsSavedAgrees(t *testing.T) {
 	for _, op := range BinaryOps() {
 		if got, want := op.needsSaved(), ref.BinaryNeedsSaved(op.String()); got != want {
 			t.Errorf("%s: needsSaved %v, ref.BinaryNeedsSaved %v", op, got, want)
+		}
+	}
+}
+
+// TestReduceNeedsSavedAgrees ties the reduce plan's rule for which ops
+// read x and y (Check requires them, Run passes them) to the reference's
+// (package cpu takes nil for the others).
+func TestReduceNeedsSavedAgrees(t *testing.T) {
+	for _, op := range ReduceOps() {
+		if got, want := op.needsSaved(), ref.ReduceNeedsSaved(op.String()); got != want {
+			t.Errorf("%s: needsSaved %v, ref.ReduceNeedsSaved %v", op, got, want)
 		}
 	}
 }
