@@ -35,17 +35,9 @@ func tableOps(family string) []string {
 }
 
 // pyList reads the list assigned to name at the start of a line of a
-// Python script, e.g. BINARY = ["add", "sub"]. A test binary copied to a GPU
-// host runs without the source tree; there it skips, as genSource does.
-func pyList(t *testing.T, path, name string) []string {
+// Python script's source, e.g. BINARY = ["add", "sub"].
+func pyList(t *testing.T, path string, src []byte, name string) []string {
 	t.Helper()
-	src, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		t.Skipf("%s is not here (a test binary run outside the repository)", path)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
 	m := regexp.MustCompile(`(?m)^` + name + ` = \[(.*)\]$`).FindSubmatch(src)
 	if m == nil {
 		t.Fatalf("%s: no line %s = [...]", path, name)
@@ -57,14 +49,23 @@ func pyList(t *testing.T, path, name string) []string {
 	return names
 }
 
-// pyForward reports whether the Python script at path has a forward for
-// op: an entry "op": lambda of one of its forward tables.
-func pyForward(t *testing.T, path, op string) bool {
+// pySource reads the Python script at path. A test binary copied to a GPU
+// host runs without the source tree; there it skips, as genSource does.
+func pySource(t *testing.T, path string) []byte {
 	t.Helper()
 	src, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		t.Skipf("%s is not here (a test binary run outside the repository)", path)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
+	return src
+}
+
+// pyForward reports whether a Python script's source has a forward for
+// op: an entry "op": lambda of one of its forward tables.
+func pyForward(src []byte, op string) bool {
 	return regexp.MustCompile(`"` + regexp.QuoteMeta(op) + `": lambda\b`).Match(src)
 }
 
@@ -111,11 +112,12 @@ func TestOpListsAgree(t *testing.T) {
 			}
 			if c.py != "" {
 				for _, path := range []string{torchRef, torchVectors} {
-					if got := pyList(t, path, c.py); !slices.Equal(got, c.enum) {
+					src := pySource(t, path)
+					if got := pyList(t, path, src, c.py); !slices.Equal(got, c.enum) {
 						t.Errorf("%s: %s = %q, the Go enum %q", path, c.py, got, c.enum)
 					}
 					for _, op := range c.enum {
-						if !pyForward(t, path, op) {
+						if !pyForward(src, op) {
 							t.Errorf("%s: no forward \"%s\": lambda for %s op %s", path, op, c.family, op)
 						}
 					}
