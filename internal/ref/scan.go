@@ -97,11 +97,15 @@ func finite(v float64) bool { return !math.IsInf(v, 0) && !math.IsNaN(v) }
 // about 0.
 const tinyFactor = 0x1p-1074
 
-// lseExp is exp(d) for logcumsumexp's factors: at least tinyFactor where
-// d is finite, exactly 0 for d = -inf.
-func lseExp(d float64) float64 {
-	e := math.Exp(d)
-	if d > math.Inf(-1) && e < tinyFactor {
+// lseExp is exp(p - q) for logcumsumexp's factors: exactly 0 only where p
+// is -inf or q is +inf (PyTorch's exp(-inf)), at least tinyFactor where
+// both are finite, even where p - q overflows to -inf (x and y near the
+// ends of the range: PyTorch adds them in log space, where a finite sum
+// of logs stays finite or goes to -inf only with them); NaN where either
+// is NaN or p and q are the same infinity.
+func lseExp(p, q float64) float64 {
+	e := math.Exp(p - q)
+	if p > math.Inf(-1) && q < math.Inf(1) && !(e >= tinyFactor) && !math.IsNaN(e) {
 		return tinyFactor
 	}
 	return e
@@ -117,7 +121,17 @@ func lseFactor(from, to float64) float64 {
 	if math.IsInf(from, 1) && math.IsInf(to, 1) {
 		return 1
 	}
-	return lseExp(from - to)
+	return lseExp(from, to)
+}
+
+// lseHalf is logcumsumexp's c_k = exp(x_k - y_k) as the factor r with c =
+// r*r that dx_k = (r*S_k)*r applies: r = lseExp of half the distance. A
+// product below the least positive value rounds to 0 at either step, as
+// PyTorch's exp of the summed logs does, while an infinite S stays
+// infinite; an underflowing c taken whole (the least positive value times
+// S) would leave a few subnormals where PyTorch has 0.
+func lseHalf(x, y float64) float64 {
+	return lseExp(x/2, y/2)
 }
 
 // ScanBackward returns dx for one slice from dy and the saved x and y (a
@@ -131,14 +145,19 @@ func lseFactor(from, to float64) float64 {
 // per op:
 //
 //	cumsum        a = c = 1, h = g; plain products
-//	cumprod       the strong-zero product (.) for both: a (.) b = 0 where
+//	cumprod       the strong-zero product (.) for a: a (.) b = 0 where
 //	              a or b is 0, else a*b. Before the first zero z1 (and
 //	              at it): a = x_k, c = y_{k-1} (1 for k = 0), NaN where x_k
-//	              is not finite (n > 1); h = g where y_k is finite, else
-//	              g*|y_k| (±inf, or NaN where g is 0 or y_k NaN), which
-//	              adds the infinite terms y_j g_j of PyTorch's sum
-//	              Σ_{j>=k} y_j g_j with their signs; h = g at z1. After
-//	              z1: c = 0; h = g until an x after z1 is ±inf or NaN, from
+//	              is not finite (n > 1), dx = c*S plain; h = g where y_k
+//	              is finite and nonzero, else g*|y_k| (±inf, or NaN where
+//	              g is 0 or y_k NaN; 0, or NaN where g is ±inf or NaN, for
+//	              a y_k that underflowed to 0), which adds the terms y_j
+//	              g_j of PyTorch's sum Σ_{j>=k} y_j g_j that are not
+//	              finite nonzero numbers as PyTorch has them; h = g at z1.
+//	              So where y underflowed, dx is 0, or NaN where a later dy
+//	              before z1 is ±inf or NaN, as PyTorch's 0*dy and 0/x
+//	              give. After z1: c = 0 with dx = 0 even where S is inf or
+//	              NaN; h = g until an x after z1 is ±inf or NaN, from
 //	              there g*inf; a = x_k, at a later zero 0, or NaN with h =
 //	              NaN where an x between z1 and it was ±inf or NaN
 //	              (PyTorch's sum at z1 then multiplies that infinite
@@ -148,7 +167,8 @@ func lseFactor(from, to float64) float64 {
 //	              cummin), else 0; a = 1 - c; h = g
 //	logcumsumexp  plain products (0 * inf is NaN: PyTorch's exp(inf - inf)
 //	              where x_k = -inf or y_k = +inf); a = lseFactor(y_{k-1},
-//	              y_k), c = lseExp(x_k - y_k); h = g, 0 where g is NaN
+//	              y_k), c = r*r applied as dx = (r*S)*r with r =
+//	              lseHalf(x_k, y_k); h = g, 0 where g is NaN
 func ScanBackward(op string, dy, x, y []float64, reverse bool) []float64 {
 	dx, _ := ScanBackwardMag(op, dy, x, y, reverse)
 	return dx
@@ -162,6 +182,9 @@ func ScanBackwardMag(op string, dy, x, y []float64, reverse bool) (dx, mag []flo
 	a := make([]float64, n)
 	c := make([]float64, n)
 	h := make([]float64, n)
+	// plainC: dx_k = c_k * S_k without the strong zero (cumprod before
+	// and at its first zero).
+	plainC := make([]bool, n)
 	ext := 1
 	if op == "cummin" {
 		ext = -1
@@ -190,14 +213,15 @@ func ScanBackwardMag(op string, dy, x, y []float64, reverse bool) (dx, mag []flo
 			case n == 1:
 				c[i] = 1
 			case !z:
+				plainC[i] = true
 				c[i] = 1
 				if i > 0 {
 					c[i] = y[scanIndex(i-1, n, reverse)]
 				}
-				if c[i] != 0 && !finite(xk) {
+				if !finite(xk) {
 					c[i] = math.NaN()
 				}
-				if yk := y[k]; xk != 0 && !finite(yk) {
+				if yk := y[k]; xk != 0 && (!finite(yk) || yk == 0) {
 					h[i] = g * math.Abs(yk)
 				}
 			case xk == 0:
@@ -228,7 +252,7 @@ func ScanBackwardMag(op string, dy, x, y []float64, reverse bool) (dx, mag []flo
 			if i > 0 {
 				a[i] = lseFactor(y[scanIndex(i-1, n, reverse)], y[k])
 			}
-			c[i] = lseExp(x[k] - y[k])
+			c[i] = lseHalf(x[k], y[k])
 			if math.IsNaN(g) {
 				h[i] = 0
 			}
@@ -246,12 +270,12 @@ func ScanBackwardMag(op string, dy, x, y []float64, reverse bool) (dx, mag []flo
 		sabs := math.Abs(h[i]) + vabs
 		switch {
 		case plain:
-			dx[k] = c[i] * s
-			mag[k] = c[i] * sabs
+			dx[k] = (c[i] * s) * c[i]
+			mag[k] = (c[i] * sabs) * c[i]
 			v = a[i] * s
 			vabs = a[i] * sabs
 		default:
-			if c[i] != 0 {
+			if c[i] != 0 || plainC[i] {
 				dx[k] = c[i] * s
 				mag[k] = math.Abs(c[i]) * sabs
 			}

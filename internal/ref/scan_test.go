@@ -111,3 +111,39 @@ func TestScanStrongZero(t *testing.T) {
 		t.Errorf("cumprod: NaN dy behind a zero reached the elements before it: %v", dx)
 	}
 }
+
+// TestScanUnderflowRules: PyTorch's values where cumprod's y underflows
+// to 0 with no zero in x (its terms y_j g_j are 0, or NaN for an infinite
+// dy, and dx is their sum over x_k), and where logcumsumexp's exponents
+// leave the range: a difference of finite x and y that overflows still
+// carries an infinite dy (a factor of the least positive value), and a c
+// that underflows gives exactly 0, not a few subnormals of T.
+func TestScanUnderflowRules(t *testing.T) {
+	inf := math.Inf(1)
+	cases := []struct {
+		op   string
+		x, g []float64
+		want []float64
+	}{
+		// y = [1e-200, 0, 0, 0, 0]: NaN up to the infinite dy, 0 after.
+		{"cumprod", []float64{1e-200, 1e-200, 2, 0.5, 3}, []float64{1, 2, 3, inf, 4}, []float64{nan, nan, nan, nan, 0}},
+		// Finite dy: the underflowed terms add 0.
+		{"cumprod", []float64{1e-200, 1e-200, 2, 0.5}, []float64{1, 2, 3, 4}, []float64{1, 0, 0, 0}},
+		// A zero after the underflow: NaN before it; at it 0 * (2 + 5*3).
+		{"cumprod", []float64{1e-200, 1e-200, 0, 5}, []float64{1, inf, 2, 3}, []float64{nan, nan, 0, 0}},
+		// y = [-1.5e308, 1.5e308]: exp(y_0 - y_1) overflows to exp(-inf).
+		{"logcumsumexp", []float64{-1.5e308, 1.5e308}, []float64{1, inf}, []float64{inf, inf}},
+		// c_1 = exp(-800): 5 * c_1 is below the least subnormal.
+		{"logcumsumexp", []float64{100, -700}, []float64{1, 5}, []float64{6, 0}},
+	}
+	for _, c := range cases {
+		y := ScanForward(c.op, c.x, false)
+		got := ScanBackward(c.op, c.g, c.x, y, false)
+		for i := range got {
+			if !sameFloat(got[i], c.want[i]) && math.Abs(got[i]-c.want[i]) > 1e-12*math.Abs(c.want[i]) {
+				t.Errorf("%s x=%v dy=%v (y=%v): dx = %v, want %v", c.op, c.x, c.g, y, got, c.want)
+				break
+			}
+		}
+	}
+}

@@ -204,20 +204,66 @@ func (c *Case) scanRef() ([]Expect, error) {
 		for _, yv := range ys {
 			ymax = math.Max(ymax, finite(math.Abs(yv)))
 		}
+		var sub []float64
+		if c.Op == "cumprod" {
+			sub = subnormalTerms(c.DType, xs, ys, gs, c.Params.Reverse)
+		}
 		for k := range dx {
 			// PyTorch's scans (and the reverse cumsum of its backward)
 			// carry the running value in the dtype: up to n roundings of
 			// the magnitude summed.
 			sc := math.Abs(dx[k]) + mag[k]*float64(v.K+2)/8
-			if c.Op == "logcumsumexp" {
+			switch c.Op {
+			case "logcumsumexp":
 				// Its log-space form adds exponents of the size of x and
-				// y, each rounded, then exponentiates.
-				sc += math.Abs(dx[k])*finite(math.Abs(xs[k])) + math.Abs(dx[k])*ymax
+				// y, each rounded, then exponentiates, for the positive
+				// and the negative terms of dy apart, and subtracts the
+				// two: the roundings scale the magnitude of both (mag),
+				// which exceeds |dx| where they cancel.
+				sc += mag[k] * (finite(math.Abs(xs[k])) + ymax)
+			case "cumprod":
+				sc += sub[k]
 			}
 			e.Scale[v.At(s, k)] = saturate(sc)
 		}
 	}
 	return []Expect{e}, nil
+}
+
+// subnormalTerms is, per element k of one cumprod slice (memory order),
+// the error scale of PyTorch's rounding of the terms y_j*g_j of its sum
+// Σ_{j>=k} y_j g_j / x_k (j in scan order, before the first zero) that
+// fall below the dtype's smallest normal: each rounds to the dtype's
+// subnormal grid, an error as large as rounding a value of the smallest
+// normal magnitude, which the division by x_k scales by 1/|x_k| (large
+// where x is itself subnormal, as where y underflows). The kernels and the
+// reference multiply by y before the element instead and round once.
+func subnormalTerms(dt dtype.DType, xs, ys, gs []float64, reverse bool) []float64 {
+	n := len(xs)
+	tiny := minSubnormal(dt) / dtype.Epsilon(dt)
+	at := func(i int) int {
+		if reverse {
+			return n - 1 - i
+		}
+		return i
+	}
+	z1 := n // scan-order index of the first zero
+	for i := range n {
+		if xs[at(i)] == 0 {
+			z1 = i
+			break
+		}
+	}
+	out := make([]float64, n)
+	count := 0.0
+	for i := z1 - 1; i >= 0; i-- {
+		k := at(i)
+		if t := math.Abs(ys[k] * gs[k]); t > 0 && t < tiny {
+			count++
+		}
+		out[k] = finite(count * tiny / math.Abs(xs[k]))
+	}
+	return out
 }
 
 // LpPoolGeom is the case's pooling geometry; a 1d pool is the 2d pool with
