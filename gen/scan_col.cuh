@@ -194,10 +194,23 @@ __device__ __forceinline__ void scan_backward_col(const T* __restrict__ dy, cons
 	M f = Op::template fwd_identity<M>();
 	const bool fast = r.direct_ok();  // as in the row kernel
 	if (Op::fwd && (!Direct<Op>::on || __syncthreads_or(!fast))) {
-		// Chunked cumprod: the state before the tile, where a NaN y asks.
-		if (Op::fwd_shortcut && chunked && __syncthreads_or(!fast && r.nan_y()))
-			f = scan_fwd_wait<Op, M>(ws, L, q, unit, s, has, ready);
-		s_fwd[warp][lane] = r.fwd_total();
+		// Chunked cumprod: the state before the tile, where a NaN y or a 0
+		// y before the tile asks, read where the unit computed it (a NaN
+		// y ends a slice of its). Elsewhere past the first tile in scan
+		// order (the last in carry order) a 0 y before the tile says a
+		// zero came, or y underflowed, and the tile is taken as after a
+		// zero (see scan_fwd_unit); a y that is a number other than 0 says
+		// no zero came. The run that starts the tile holds that y (yb) and
+		// passes the state on to the other runs with its total (joining
+		// "a zero came" twice changes nothing, so an exact state read
+		// equal to it may pass it on too).
+		const bool tz = Op::fwd_shortcut && chunked && c != L.chunks - 1 && cnt > 0 &&
+				(rev ? k0 + cnt == tk1 : k0 == tk0) && r.yb == M(0);
+		if (tz) f = Op::template fwd_after_zero<M>();
+		if (Op::fwd_shortcut && chunked && __syncthreads_or(tz || (!fast && r.nan_y())))
+			f = scan_fwd_wait<Op, M>(ws, L, q, unit, s, has, ready, f);
+		const bool pass_z = tz && f == Op::template fwd_after_zero<M>();
+		s_fwd[warp][lane] = pass_z ? Op::fwd_combine(f, r.fwd_total()) : r.fwd_total();
 		__syncthreads();
 		if (ext) {
 			// The forward state before the tile (chunked: one column

@@ -119,26 +119,31 @@ __device__ __forceinline__ typename OpMath<T>::type tile_y_end(const T* __restri
 
 // scan_fwd_unit and scan_fwd_wait (cumprod, col mapping, chunked): the
 // forward state before each tile, computed in the main launch and only
-// where dx can depend on it. It changes dx_k only where y of k or of the
-// element before k is NaN: a y that is a number other than 0 says no zero
-// came before (a zero makes every later y 0 or NaN); with y before k = 0,
-// c_k is 0 either way, and the zero before came with no ±inf or NaN x
-// after it (that would make y NaN from there on), so with y_k = 0 as well
-// x_k is finite and h_k = g_k either way (CumprodBw::prep). A NaN y stays
-// NaN to the slice's end, so the unit's first tile in carry order (the
-// last in scan order; every other tile of the unit waits on it through
-// the look-back) reads y at the end of its 32 slices before anything
-// else. Where one is NaN it writes the state before every tile of the
-// unit's slices: each warp takes tiles warp, warp + 8, ..., tells from y
-// at a tile's end whether it can hold a zero (tile_y_end, tile_needs_x)
-// and if so reads its x in scan order, 8 loads at a time, for the tile's
-// state; then warp 0 turns each slice's tile states into exclusive
-// prefixes. Its unit flag (SCAN_NONE before the launch) then says 2, or 1
-// where no slice ended in NaN. A tile whose run sees a NaN y waits for
-// the flag (the first tile waits on nobody) and reads its state
-// (scan_fwd_wait). Most inputs never ask, and no pass runs before the
-// main launch. No tile of the unit has stored dx yet while the first tile
-// reads x (dx may be written over x, in place).
+// where a NaN y asks for it. The state changes dx_k only where y of k or
+// of the element before k is NaN or 0: a y that is a number other than 0
+// says no zero came before (a zero makes every later y 0 or NaN). A 0 y
+// follows a zero of x or an underflow of y, which PyTorch tells apart
+// (CumprodBw). A NaN y stays NaN to the slice's end, so the unit's first
+// tile in carry order (the last in scan order; every other tile of the
+// unit waits on it through the look-back) reads y at the end of its 32
+// slices before anything else. Where one is NaN it writes the state
+// before every tile of the unit's slices: each warp takes tiles warp,
+// warp + 8, ..., tells from y at a tile's end whether it can hold a zero
+// (tile_y_end, tile_needs_x) and if so reads its x in scan order, 8 loads
+// at a time, for the tile's state; then warp 0 turns each slice's tile
+// states into exclusive prefixes. Its unit flag (SCAN_NONE before the
+// launch) then says 2, or 1 where no slice ended in NaN. A tile whose run
+// sees a NaN y, or whose y before is 0, waits for the flag (the first
+// tile waits on nobody) and reads its state (scan_fwd_wait). Without it,
+// a tile past the first in scan order takes the state as "a zero came"
+// (fwd_after_zero) where y before the tile is 0, else as "no zero came".
+// Every y of such a tile is then 0 (never NaN, which would have asked), so
+// its x are finite, and c_k is the strong zero, h_k = g_k: PyTorch's value
+// after a zero, and after an underflow where every dy from there to the
+// slice's first zero is finite (dx is 0 there either way). Most inputs
+// never ask, and no pass runs before the main launch. No tile of the unit
+// has stored dx yet while the first tile reads x (dx may be written over
+// x, in place).
 template <typename T, typename Op>
 __device__ __forceinline__ void scan_fwd_unit(const T* __restrict__ x, const T* __restrict__ y,
 		unsigned char* __restrict__ ws, const ScanLayout& L, i64 unit, i64 s, bool has, bool& ready) {
@@ -186,7 +191,7 @@ __device__ __forceinline__ void scan_fwd_unit(const T* __restrict__ x, const T* 
 
 template <typename Op, typename M>
 __device__ __forceinline__ M scan_fwd_wait(unsigned char* __restrict__ ws, const ScanLayout& L, i64 q, i64 unit,
-		i64 s, bool has, bool& ready) {
+		i64 s, bool has, bool& ready, M none) {
 	__shared__ unsigned s_state;
 	if (threadIdx.x == 0) {
 		scan_ws_wait(ws, L, ready);
@@ -197,6 +202,6 @@ __device__ __forceinline__ M scan_fwd_wait(unsigned char* __restrict__ ws, const
 		s_state = st;
 	}
 	__syncthreads();
-	if (s_state != 2u || !has) return Op::template fwd_identity<M>();
+	if (s_state != 2u || !has) return none;
 	return ld_cg(reinterpret_cast<const M*>(ws + L.ws_fwd) + q * L.nslices + s);
 }

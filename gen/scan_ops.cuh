@@ -61,6 +61,31 @@ template <typename M> __device__ __forceinline__ bool scan_finite(M v) { return 
 template <typename M> __device__ __forceinline__ M scan_tiny();
 template <> __device__ __forceinline__ float scan_tiny<float>() { return __int_as_float(1); }
 template <> __device__ __forceinline__ double scan_tiny<double>() { return __longlong_as_double(1LL); }
+// scan_keep is a product p of nonzero factors with an underflow to 0 kept
+// as the least positive value of its sign, so that it still carries an
+// infinity or NaN it is applied to.
+__device__ __forceinline__ float scan_keep(float p) { return p + copysignf(scan_tiny<float>(), p); }
+__device__ __forceinline__ double scan_keep(double p) { return p + copysign(scan_tiny<double>(), p); }
+// CutC<M> is cumprod's c with its strong zero (dx = 0 whatever S is,
+// after the first zero) told apart from a plain 0 (dx = 0 * S, an
+// underflowed y before). float takes +0 for the strong zero and -0 for
+// every plain 0; double a NaN with a payload of its own (scan_nan's is
+// all ones), moved and compared by its bits but never computed with, and
+// a plain 0 as it comes: each the encoding that keeps its kernels'
+// registers lowest.
+template <typename M> struct CutC;
+template <> struct CutC<float> {
+	static __device__ __forceinline__ float strong() { return 0.f; }
+	static __device__ __forceinline__ float plain(float c) { return c == 0.f ? -fabsf(c) : c; }
+	static __device__ __forceinline__ bool is_strong(float c) { return __float_as_int(c) == 0; }
+};
+template <> struct CutC<double> {
+	static __device__ __forceinline__ double strong() { return __longlong_as_double(0x7ff8000000000001LL); }
+	static __device__ __forceinline__ double plain(double c) { return c; }
+	static __device__ __forceinline__ bool is_strong(double c) {
+		return __double_as_longlong(c) == 0x7ff8000000000001LL;
+	}
+};
 // Infinity and NaN as constants (common.cuh's bc_inf and bc_nan divide at
 // run time, which costs a division routine per call).
 template <typename M> __device__ __forceinline__ M scan_inf();
@@ -78,12 +103,11 @@ template <> __device__ __forceinline__ double scan_nan<double>() { return __long
 // state before it as walk and step keep it along a run; it may replace g,
 // the gradient grad(dy) the op uses, with its stand-in h (cumprod).
 
-// StrongZero: the factors are general numbers; a (.) v and dx = c*S keep
-// their zeros exact.
+// StrongZero: the factors are general numbers; a (.) v keeps its zeros
+// exact (the op's scale says which c are strong zeros).
 struct StrongZero {
 	static constexpr bool strong = true;
 	template <typename M> __device__ static M mul(M a, M v) { return sz(a, v); }
-	template <typename M> __device__ static M scale(M c, M s) { return c == M(0) ? M(0) : c * s; }
 };
 
 // NoFwd is the forward state of ops that need none. A forward state is a
@@ -95,6 +119,7 @@ struct NoFwd {
 	static constexpr bool fwd = false, fwd_shortcut = false, mask_factors = false, strong = false;
 	template <typename M> __device__ static M x_fill() { return M(0); }
 	template <typename M> __device__ static M fwd_identity() { return M(0); }
+	template <typename M> __device__ static M fwd_after_zero() { return M(0); }
 	template <typename M> __device__ static M fwd_value(M) { return M(0); }
 	template <typename M> __device__ static M fwd_combine(M a, M) { return a; }
 	template <typename M, int N> __device__ static M fold(const M (&)[N]) { return M(0); }
@@ -122,10 +147,10 @@ template <typename T> struct ScanItems<T, CumsumBw> {
 // cumprod: dx_k = y_{k-1} * sum_{j>=k} g_j * x_{k+1}...x_j, exact with zeros
 // and without division; PyTorch's three regions follow: before the first
 // zero z1 the usual value, at z1 the value with the products cut at the
-// second zero, after z1 exactly 0 (c = 0 where the forward state says a
-// zero came before k). Where x_k is inf or NaN and no zero came before,
-// dx_k is NaN as PyTorch's division gives, unless the axis has length 1
-// (dx = dy).
+// second zero, after z1 exactly 0 (c is the strong zero of scale, CutC,
+// where the forward state says a zero came before k). Where x_k is inf
+// or NaN and no zero came before, dx_k is NaN as PyTorch's division
+// gives, unless the axis has length 1 (dx = dy).
 //
 // PyTorch sums terms that the recurrence multiplies out: before z1,
 // dx_k = (sum_{k<=j<z1} y_j g_j) / x_k; at z1, y_{z1-1} sum_j P_j g_j
@@ -141,10 +166,22 @@ template <typename T> struct ScanItems<T, CumsumBw> {
 // past the second zero z2, where P_j * 0 is NaN when P is infinite: z2
 // then gets a = h = NaN, which its strong-zero products pass on.
 //
+// Where y underflowed to 0 before z1 (x has no zero there, y_j = 0 in the
+// dtype), PyTorch's terms y_j g_j are 0, or NaN where g_j is ±inf or NaN,
+// and its dx there is that sum over x_k: 0, or NaN. So h_j = g_j * |y_j|
+// there too (0 or NaN), and dx_k = c_k * S_k is a plain product before
+// and at z1: with c_k = y_{k-1} = 0 it is 0, or NaN where S_k holds such
+// a NaN (or an infinity from beyond, at z1). The products of the x
+// factors that a map carries keep an underflow as the least positive
+// value (FactorMul, scan_keep), so that a NaN from far along the slice
+// still reaches the elements before it, as it does PyTorch's sum.
+//
 // The forward state is bits of a zero-or-inf walk in scan order, held as
 // a small integer in M: 1 a zero came, 2 an x that is ±inf or NaN came, 4
 // one came after the first zero. fwd_combine is in order (a before b);
-// walk and step keep the bits as an unsigned along a run.
+// walk and step keep the bits as an unsigned along a run. fwd_after_zero
+// is the state "a zero came", which a chunked col tile that does not read
+// the state takes where y before it is 0 (scan_fwd_unit).
 struct CumprodBw : StrongZero {
 	static constexpr bool needs_x = true, needs_y = true;
 	static constexpr bool fwd = true, mask_factors = false;
@@ -154,6 +191,7 @@ struct CumprodBw : StrongZero {
 	// bit 4), where y would be 0 or NaN.
 	static constexpr bool fwd_shortcut = true;
 	template <typename M> __device__ static M fwd_identity() { return M(0); }
+	template <typename M> __device__ static M fwd_after_zero() { return M(1); }
 	template <typename M> __device__ static M x_fill() { return M(1); }
 	template <typename M> __device__ static unsigned bits(M x) {
 		return x == M(0) ? 1u : scan_finite(x) ? 0u : 2u;
@@ -174,18 +212,26 @@ struct CumprodBw : StrongZero {
 		return M(w);
 	}
 	template <typename M> __device__ static M grad(M g) { return g; }
+	// scale: dx = c * S, 0 for the strong zero (after z1, CutC).
+	template <typename M> __device__ static M scale(M c, M s) { return CutC<M>::is_strong(c) ? M(0) : c * s; }
 	template <bool Narrow_, typename M>
 	__device__ static void prep(M x, M y, M yp, bool first, bool single, unsigned w, M& g, M& a, M& c) {
 		const bool z = (w & 1u) != 0, iz = (w & 4u) != 0, fin = scan_finite(x), zero = x == M(0);
-		c = first ? M(1) : yp;
-		const bool nan = !single & (c != M(0)) & !fin;
-		c = z ? M(0) : nan ? scan_nan<M>() : c;
+		const M cp = first ? M(1) : yp;
+		c = z ? CutC<M>::strong() : !single & !fin ? scan_nan<M>() : CutC<M>::plain(cp);
 		// The quirk at the second zero: a = h = NaN.
 		const bool cut_nan = z & iz & zero;
 		a = cut_nan ? scan_nan<M>() : x;
-		const M m0 = !zero && !scan_finite(y) ? bc_fabs(y) : M(1);
+		const M m0 = !zero & !(bc_fabs(y) > M(0) & scan_finite(y)) ? bc_fabs(y) : M(1);
 		const M m1 = cut_nan ? scan_nan<M>() : iz | !fin ? scan_inf<M>() : M(1);
 		g = g * (single ? M(1) : z ? m1 : m0);
+	}
+};
+// Its product of two factors keeps an underflow (scan_keep): an exact 0
+// comes only from a zero factor, a cut.
+template <> struct FactorMul<CumprodBw> {
+	template <typename M> static __device__ __forceinline__ M mul(M a, M b) {
+		return a == M(0) || b == M(0) ? M(0) : scan_keep(a * b);
 	}
 };
 
@@ -211,6 +257,7 @@ __device__ __forceinline__ double scan_fma(double a, double b, double c) { retur
 template <int E> struct ExtremumFwd {
 	static constexpr bool fwd = true, fwd_shortcut = false, mask_factors = true, strong = false;
 	template <typename M> __device__ static M fwd_identity() { return E > 0 ? -scan_inf<M>() : scan_inf<M>(); }
+	template <typename M> __device__ static M fwd_after_zero() { return fwd_identity<M>(); }
 	template <typename M> __device__ static M x_fill() { return fwd_identity<M>(); }
 	template <typename M> __device__ static M fwd_value(M x) { return x; }
 	// fwd_combine takes v when it is NaN or reaches m (>= for max, <= for
@@ -295,41 +342,54 @@ template <int E> struct ScanItems<__nv_bfloat16, CumExtBw<E> > {
 	static constexpr int row = 32, col = 20;
 };
 
-// scan_exp is exp, or for a 16-bit dtype (Narrow) the hardware's 2^x of
-// x * log2(e), squared from 2^(x log2(e) / 2): relative error near 2^-20
-// for the arguments that matter (|x| < 104; beyond, the result is 0 or inf
-// either way), far below the 2^-9 (bf16) or 2^-12 (f16) of the rounding
-// to the dtype. The ftz form of ex2 flushes subnormal results, but half
-// the exponent keeps every result of x >= -174 normal, and the square (a
-// plain multiply) rounds into the subnormals as exp does: three
+// scan_exp2h is exp(2h) (h is half the exponent), or for a 16-bit dtype
+// (Narrow) the hardware's 2^x of h * log2(e), squared: relative error near
+// 2^-20 for the arguments that matter (|2h| < 104; beyond, the result is
+// 0 or inf either way), far below the 2^-9 (bf16) or 2^-12 (f16) of the
+// rounding to the dtype. The ftz form of ex2 flushes subnormal results,
+// but half the exponent keeps every result of 2h >= -174 normal, and the
+// square (a plain multiply) rounds into the subnormals as exp does: three
 // instructions, where the non-ftz ex2 tests its argument and scales
 // before and after under a predicate (six, and a predicate register).
 // -DSCAN_PRECISE_EXP (NVCC_EXTRA of scripts/ptx-variant.sh) builds expf
 // instead, to time the two.
-template <bool Fast, typename M> __device__ __forceinline__ M scan_exp(M v) { return bc_exp(v); }
-template <> __device__ __forceinline__ float scan_exp<true, float>(float v) {
+template <bool Fast, typename M> __device__ __forceinline__ M scan_exp2h(M h) { return bc_exp(h + h); }
+template <> __device__ __forceinline__ float scan_exp2h<true, float>(float h) {
 #ifdef SCAN_PRECISE_EXP
-	return bc_exp(v);
+	return bc_exp(h + h);
 #else
 	float r;
-	asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(v * 0.72134752044448170f));
+	asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(h * 1.44269504088896341f));
 	return r * r;
 #endif
 }
 
-// lse_exp is exp(d) for logcumsumexp's factors: at least the least
-// positive value where d is finite (an underflow), so that it keeps an
-// infinity infinite; exactly 0 for d = -inf.
-template <bool Narrow_, typename M> __device__ __forceinline__ M lse_exp(M d) {
-	const M e = scan_exp<Narrow_>(d);
-	return d > -scan_inf<M>() ? scan_fmax(e, scan_tiny<M>()) : e;
+// lse_exp is exp(p - q) for logcumsumexp's factors: at least the least
+// positive value where p and q are finite (an underflow, or p - q
+// overflowing to -inf near the ends of the range, where PyTorch's sums of
+// logs stay finite), so that it keeps an infinity infinite; exactly 0
+// where p is -inf or q is +inf; NaN where either is NaN or both are the
+// same infinity. It takes h = p/2 - q/2, which is finite wherever p and q
+// are, and 2h is p - q rounded alike (lse_exp_half: exp(2h), one test).
+template <bool Narrow_, typename M> __device__ __forceinline__ M lse_exp_half(M h) {
+	const M e = scan_exp2h<Narrow_>(h);
+	return h > -scan_inf<M>() ? scan_fmax(e, scan_tiny<M>()) : e;
+}
+template <bool Narrow_, typename M> __device__ __forceinline__ M lse_exp(M p, M q) {
+	return lse_exp_half<Narrow_>(p * M(0.5) - q * M(0.5));
 }
 
 // lse_factor is logcumsumexp's factor exp(from - to) between two y values,
-// from before to in scan order: 1 where both are +inf, else lse_exp (0
-// where to is +inf or from -inf; NaN where either is NaN or both are -inf).
+// from before to in scan order: 1 where both are +inf, else lse_exp's
+// value (0 where to is +inf or from -inf; NaN where either is NaN or both
+// are -inf). The 16-bit and f64 kernels take it with the operands tested
+// rather than the halves (the same value): each form is the one that
+// keeps its kernels' registers lowest.
 template <bool Narrow_, typename M> __device__ __forceinline__ M lse_factor(M from, M to) {
-	return lse_exp<Narrow_>(from == to && to == scan_inf<M>() ? M(0) : from - to);
+	const bool inf2 = from == to && to == scan_inf<M>();
+	if (!Narrow_ && sizeof(M) == 4) return lse_exp_half<Narrow_>(inf2 ? M(0) : from * M(0.5) - to * M(0.5));
+	const M e = scan_exp2h<Narrow_>((inf2 ? M(0) : from - to) * M(0.5));
+	return (from > -scan_inf<M>()) & (to < scan_inf<M>()) ? scan_fmax(e, scan_tiny<M>()) : e;
 }
 
 // lse_tile_factor is lse_factor for a tile's map, with exp rounded once
@@ -353,7 +413,12 @@ template <> __device__ __forceinline__ float lse_tile_factor<true, float>(float 
 // y_{k+1}) T_{k+1}, PyTorch's exp(x_k) sum_{j>=k} g_j exp(-y_j) without
 // overflow: every exponent is <= 0 for the nondecreasing y. A NaN in dy
 // contributes nothing, as PyTorch's log-space form (which maps it to the
-// lowest value) does.
+// lowest value) does. c_k is held as its square root r = lse_exp(x_k/2,
+// y_k/2) and applied as dx_k = (r T_k) r (scale): where c_k underflows,
+// the product rounds to 0 at either step as PyTorch's exp of the summed
+// logs does (c taken as the least positive value would leave a few
+// subnormals of T), while an infinite T stays infinite; and x/2 - y/2
+// does not overflow where x - y would.
 //
 // The products are plain, so inf and NaN pass every factor as PyTorch's
 // log-space sums pass them: a NaN in x (y NaN from there on) makes every
@@ -362,11 +427,13 @@ template <> __device__ __forceinline__ float lse_tile_factor<true, float>(float 
 // of x (y = +inf there, where PyTorch's log g - y is inf - inf), and in
 // dx_k = c_k T_k where x_k = -inf or y_k = +inf; a leading -inf run of x
 // (y = -inf, c = exp(-inf + inf)) is NaN. So the factors keep an exact 0
-// for exp(-inf) apart from an underflow (lse_exp): a factor or c that
-// underflows is the least positive value instead, which keeps an infinite
-// T infinite (PyTorch's log-space dy is infinite at any distance) and
-// scales a finite one to about 0 (a subnormal at most |T| times the least
-// one). Past the first +inf of x (y_{k-1} = y_k = +inf) a is 1: those
+// for exp(-inf) (an operand -inf or +inf) apart from an underflow
+// (lse_exp): a factor or r that underflows, or whose exponent overflows to
+// -inf from finite x and y, is the least positive value instead, which
+// keeps an infinite T infinite (PyTorch's log-space dy is infinite at any
+// distance) and scales a finite one to about 0 (a factor: a subnormal at
+// most |T| times the least one; r: exactly 0, applied twice). Past the
+// first +inf of x (y_{k-1} = y_k = +inf) a is 1: those
 // elements carry the sum of their dy to the exp(-inf) at the first one,
 // where a finite sum gives 0 and an infinite one NaN.
 //
@@ -387,11 +454,11 @@ struct LogcumsumexpBw : NoFwd {
 	// (strong false: finish takes the general form, the same arithmetic).
 	static constexpr bool needs_x = true, needs_y = true, strong = false;
 	template <typename M> __device__ static M mul(M a, M v) { return a * v; }
-	template <typename M> __device__ static M scale(M c, M s) { return c * s; }
+	template <typename M> __device__ static M scale(M c, M s) { return (c * s) * c; }
 	template <typename M> __device__ static M grad(M g) { return bc_isnan(g) ? M(0) : g; }
 	template <bool Narrow_, typename M, typename W> __device__ static void prep(M x, M y, M yp, bool, bool, W, M&, M& a, M& c) {
 		a = lse_factor<Narrow_>(yp, y);
-		c = lse_exp<Narrow_>(x - y);
+		c = lse_exp<Narrow_>(x * M(0.5), y * M(0.5));
 	}
 };
 

@@ -377,6 +377,21 @@ struct ScanRun {
 		} else if (Op::strong && plain) {
 #pragma unroll
 			for (int i = N - 1; i >= 0; --i) acc = Aff<M>{a[i] * acc.a, a[i] * (g[i] + acc.u)};
+			// No factor is 0: a 0 product is an underflow (FactorMul).
+			acc.a = scan_keep(acc.a);
+		} else if (Op::strong) {
+			// The factor as a plain product, exactly 0 where a factor is
+			// (a cut), else with an underflow kept: FactorMul's value,
+			// with one test per element.
+			bool cut = false;
+			M p = M(1);
+#pragma unroll
+			for (int i = N - 1; i >= 0; --i) {
+				acc.u = Op::mul(a[i], g[i]) + Op::mul(a[i], acc.u);
+				p = a[i] * p;
+				cut = cut | (a[i] == M(0));
+			}
+			acc.a = cut ? M(0) : scan_keep(p);
 		} else {
 #pragma unroll
 			for (int i = N - 1; i >= 0; --i) acc = compose<Op>(Aff<M>{a[i], Op::mul(a[i], g[i])}, acc);
