@@ -32,10 +32,13 @@ const (
 	// in x and no zero before it (the signs of the infinite terms y_j g_j
 	// give ±inf or NaN), an inf before and after the first zero (at the
 	// first zero, the NaN from a second zero past an infinite product), NaN
-	// in x with zeros in dy; logcumsumexp with NaN late in x (every dx
-	// NaN), +inf late in x and ±inf in dy, -inf runs with ±inf late in dy,
-	// ±1000 in x (exp underflows) with ±inf in dy beyond. Other ops get
-	// ScanSpecial's values.
+	// in x with zeros in dy, x so small that y underflows to 0 with ±inf or
+	// NaN in dy before the first zero (NaN back to the slice's start);
+	// logcumsumexp with NaN late in x (every dx NaN), +inf late in x and
+	// ±inf in dy, -inf runs with ±inf late in dy, ±1000 in x (exp
+	// underflows) with ±inf in dy beyond, values near the ends of the
+	// range (differences of x and y that overflow) with ±inf in dy. Other
+	// ops get ScanSpecial's values.
 	ScanNonFinite
 )
 
@@ -218,6 +221,30 @@ func scanInputs(rng *rand.Rand, op ops.ScanOp, dt dtype.DType, v ScanValues, sli
 	}
 }
 
+// smallestNormal and largestFinite are the dtype's smallest positive
+// normal and largest finite value.
+func smallestNormal(dt dtype.DType) float64 {
+	switch dt {
+	case dtype.F16:
+		return 0x1p-14
+	case dtype.F64:
+		return 0x1p-1022
+	}
+	return 0x1p-126
+}
+
+func largestFinite(dt dtype.DType) float64 {
+	switch dt {
+	case dtype.F16:
+		return 65504
+	case dtype.BF16:
+		return 0x1.fep127
+	case dtype.F32:
+		return math.MaxFloat32
+	}
+	return math.MaxFloat64
+}
+
 // scanNonFinite fills dy and x with ScanNonFinite's patterns, one a slice
 // (pattern 0 keeps finite values, so that every case checks values too).
 func scanNonFinite(rng *rand.Rand, op ops.ScanOp, dt dtype.DType, slices [][]int, reverse bool, dy, x []float64) {
@@ -239,7 +266,7 @@ func scanNonFinite(rng *rand.Rand, op ops.ScanOp, dt dtype.DType, slices [][]int
 		for p := range g {
 			g[p] = rng.NormFloat64()
 		}
-		pattern := rng.IntN(6)
+		pattern := rng.IntN(7)
 		switch op {
 		case ops.ScanCumprod:
 			for p := range xs {
@@ -284,6 +311,19 @@ func scanNonFinite(rng *rand.Rand, op ops.ScanOp, dt dtype.DType, slices [][]int
 				if p0+1 < n && rng.IntN(2) == 0 {
 					xs[p0+1+rng.IntN(n-p0-1)] = 0
 				}
+			case 6: // y underflows, ±inf or NaN in dy, then a zero and NaN last
+				if n >= 3 {
+					s := math.Sqrt(smallestNormal(dt))
+					for p := range xs {
+						xs[p] = sign() * s * (0.5 + rng.Float64())
+					}
+					z1 := 1 + rng.IntN(n-2)
+					g[rng.IntN(z1)] = []float64{inf, -inf, math.NaN()}[rng.IntN(3)]
+					// The zero cuts the NaN at the end off the elements
+					// before it; the NaN y that follows makes the col
+					// kernel's chunked tiles read the forward state.
+					xs[z1], xs[n-1] = 0, math.NaN()
+				}
 			default: // a zero or none
 				if rng.IntN(2) == 0 {
 					xs[anywhere()] = 0
@@ -318,6 +358,13 @@ func scanNonFinite(rng *rand.Rand, op ops.ScanOp, dt dtype.DType, slices [][]int
 				for p := range xs {
 					if rng.IntN(6) == 0 {
 						xs[p] = -1000
+					}
+				}
+				g[late()] = sign() * inf
+			case 6: // values near the ends of the range (x - y overflows), ±inf in dy late
+				for p := range xs {
+					if rng.IntN(3) == 0 {
+						xs[p] = sign() * largestFinite(dt) * (0.5 + rng.Float64()/2)
 					}
 				}
 				g[late()] = sign() * inf
