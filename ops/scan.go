@@ -61,6 +61,27 @@ const (
 	// The recurrence takes h_j = g_j |y_j| before z1 where y_j is not
 	// finite, h_j = g_j * inf after z1 once the product P is, and h = NaN
 	// and a = NaN at z2 in that case; h = g elsewhere. Saves x and y.
+	//
+	// Where y underflowed to 0 before z1 (x has no zero, the saved y of
+	// the dtype is 0), PyTorch's terms y_j g_j are 0, or NaN where g_j is
+	// ±inf or NaN, and its dx there is their sum over x_k: so h_j = g_j *
+	// |y_j| there too, and before and at z1 dx_k = y_{k-1} * S_k is a plain
+	// product. After an underflow dx is 0, or NaN from every element up
+	// to an infinite or NaN dy (before z1), however far away; at z1 it is
+	// 0, or NaN where its sum is infinite or NaN. Only after z1 is c = 0
+	// a strong zero. The products of x factors the kernels carry keep an
+	// underflow as the least positive value, so that the NaN crosses
+	// them. PyTorch rounds each term y_j g_j to the dtype: a term below
+	// the smallest normal, divided by a subnormal x_k, gives PyTorch's
+	// value a relative error the library's value (rounded once) does not
+	// share. One exception: along an axis other than the innermost, with
+	// slices chained over several tiles, the kernels read the forward
+	// state (where a zero came) only where a y of the slice is NaN;
+	// elsewhere a tile whose y before it is 0 is taken as after a zero,
+	// which differs from PyTorch only where y underflowed in an earlier
+	// tile and a dy from there to z1 is ±inf or NaN: dx is 0 in those
+	// tiles where PyTorch has NaN up to that dy, and for an infinite dy
+	// ±inf before the underflow where PyTorch has NaN.
 	ScanCumprod
 	// ScanCummax: dx_k = the sum of g_j over the j whose forward index is k
 	// (a gather: deterministic, no atomics). The index moves to j when x_j is
@@ -83,8 +104,13 @@ const (
 	//     is -inf or where y_k is +inf, and else ±inf (NaN where both signs
 	//     occur), however far apart j and k are: an exp factor that
 	//     underflows keeps an infinity (it is the least positive value, not
-	//     0);
+	//     0), also where x and y are finite but their difference overflows
+	//     (values near the ends of the range, whose logs PyTorch adds);
 	//   - otherwise an x_k of -inf, or an x_k after a +inf of x, gives 0.
+	// c_k is applied as r (r T_k) with r = exp((x_k - y_k)/2), so that a
+	// dx below the least subnormal rounds to 0 as PyTorch's exp of the
+	// summed logs does (a c_k taken as the least positive value would
+	// leave a few subnormals of T_k).
 	// A factor spanning a run of a thread or a tile is exp of the y at its
 	// ends rather than a product of the elements' factors, so rounding
 	// grows with the number of tiles (the axis length over 4096 along the
