@@ -221,8 +221,7 @@ func scanInputs(rng *rand.Rand, op ops.ScanOp, dt dtype.DType, v ScanValues, sli
 	}
 }
 
-// smallestNormal and largestFinite are the dtype's smallest positive
-// normal and largest finite value.
+// smallestNormal is the dtype's smallest positive normal value.
 func smallestNormal(dt dtype.DType) float64 {
 	switch dt {
 	case dtype.F16:
@@ -231,18 +230,6 @@ func smallestNormal(dt dtype.DType) float64 {
 		return 0x1p-1022
 	}
 	return 0x1p-126
-}
-
-func largestFinite(dt dtype.DType) float64 {
-	switch dt {
-	case dtype.F16:
-		return 65504
-	case dtype.BF16:
-		return 0x1.fep127
-	case dtype.F32:
-		return math.MaxFloat32
-	}
-	return math.MaxFloat64
 }
 
 // scanNonFinite fills dy and x with ScanNonFinite's patterns, one a slice
@@ -364,7 +351,7 @@ func scanNonFinite(rng *rand.Rand, op ops.ScanOp, dt dtype.DType, slices [][]int
 			case 6: // values near the ends of the range (x - y overflows), ±inf in dy late
 				for p := range xs {
 					if rng.IntN(3) == 0 {
-						xs[p] = sign() * largestFinite(dt) * (0.5 + rng.Float64()/2)
+						xs[p] = sign() * lpLarge(dt) * (0.5 + rng.Float64()/2)
 					}
 				}
 				g[late()] = sign() * inf
