@@ -72,7 +72,9 @@ __device__ __forceinline__ double scan_keep(double p) { return p + copysign(scan
 // every plain 0; double a NaN with a payload of its own (scan_nan's is
 // all ones), moved and compared by its bits but never computed with, and
 // a plain 0 as it comes: each the encoding that keeps its kernels'
-// registers lowest.
+// registers lowest. A plain double c that is a NaN, a y loaded from
+// memory with any payload (Go's math.NaN() has the strong zero's), is
+// made scan_nan's NaN, so no y reads as the strong zero.
 template <typename M> struct CutC;
 template <> struct CutC<float> {
 	static __device__ __forceinline__ float strong() { return 0.f; }
@@ -81,7 +83,7 @@ template <> struct CutC<float> {
 };
 template <> struct CutC<double> {
 	static __device__ __forceinline__ double strong() { return __longlong_as_double(0x7ff8000000000001LL); }
-	static __device__ __forceinline__ double plain(double c) { return c; }
+	static __device__ __forceinline__ double plain(double c) { return c == c ? c : __longlong_as_double(0x7fffffffffffffffLL); }
 	static __device__ __forceinline__ bool is_strong(double c) {
 		return __double_as_longlong(c) == 0x7ff8000000000001LL;
 	}
