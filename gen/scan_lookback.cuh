@@ -203,29 +203,57 @@ template <> struct ScanChain<false> {
 // value after it (incl) with every tile in between holding its map (agg),
 // then the group folds those maps onto that incl one by one in ascending
 // order, as ScanChain<true> does: the same operations on the same values,
-// whichever tile the walk stops at. Not inlined: inlined, its registers
-// add to the whole kernel's (the row kernels of cummax and cummin run at
-// lower occupancy).
+// whichever tile the walk stops at. With K > 0 the first K steps of the
+// walk keep the maps they probed in shared memory (WalkKeep), and the
+// fold reads those from there rather than from the workspace again: a
+// fold round then costs no memory latency. The buffer is the block's, so
+// one warp of a block walks with K > 0. Not inlined: inlined, its
+// registers add to the whole kernel's (the row kernels of cummax and
+// cummin run at lower occupancy).
 template <typename A> __device__ __forceinline__ A shfl_slot(A v, int src);
 template <> __device__ __forceinline__ float shfl_slot(float v, int src) { return __shfl_sync(0xffffffffu, v, src); }
 template <> __device__ __forceinline__ Aff<float> shfl_slot(Aff<float> v, int src) {
 	return Aff<float>{__shfl_sync(0xffffffffu, v.a, src), __shfl_sync(0xffffffffu, v.u, src)};
 }
 
-template <int G, typename Src, typename A, typename M, typename F>
+// WalkKeep<A, K>: the maps of a walk's first K steps, slot [i][lane] for
+// step i (tile c-1 - i*G - j of the lane's group); K = 0 keeps none.
+template <typename A, int K> struct WalkKeep {
+	static __device__ __forceinline__ A (&buf())[K][32] {
+		__shared__ A s[K][32];
+		return s;
+	}
+	static __device__ __forceinline__ void put(int i, int lane, A a) {
+		if (i < K) buf()[i][lane] = a;
+	}
+	static __device__ __forceinline__ bool get(i64 r, int G, int g0, A& a) {
+		if (r >= (i64)K * G) return false;
+		a = buf()[r / G][g0 + (int)(r % G)];
+		return true;
+	}
+};
+template <typename A> struct WalkKeep<A, 0> {
+	static __device__ __forceinline__ void put(int, int, A) {}
+	static __device__ __forceinline__ bool get(i64, int, int, A&) { return false; }
+};
+
+template <int G, int K, typename Src, typename A, typename M, typename F>
 __device__ __noinline__ M window_chain(const Src src, i64 c, i64 chunks, bool has, A tot, M v0, F fold) {
+	typedef WalkKeep<A, K> Keep;
 	const int lane = threadIdx.x & 31, j = lane & (G - 1), g0 = lane - j;
 	const unsigned gbits = G == 32 ? 0xffffffffu : ((1u << G) - 1u) << g0;
 	const bool last = c + 1 == chunks;  // nobody reads the last tile
 	if (has && j == 0 && c > 0 && !last) src.put_agg(c, tot);
 	i64 top = c - 1, d0 = -1;
+	int step = 0;
 	M v = v0;
 	bool walking = has && c > 0;
 	while (__any_sync(0xffffffffu, walking)) {
 		const i64 d = top - j;
 		int st = 2;  // before the first tile: the start, v0
 		M lv = v0;
-		if (walking && d >= 0) st = src.probe(d, lv);
+		A la = A();
+		if (walking && d >= 0) st = src.probe(d, lv, la);
 		const unsigned two = __ballot_sync(0xffffffffu, walking && st == 2) & gbits;
 		const unsigned none = __ballot_sync(0xffffffffu, walking && st == 0) & gbits;
 		const int at = two ? __ffs(two) - 1 : lane;  // the group's nearest tile with its incl
@@ -233,22 +261,25 @@ __device__ __noinline__ M window_chain(const Src src, i64 c, i64 chunks, bool ha
 		// A tile nearer than that one without its map yet: wait for it.
 		const bool wait = (none & (two ? (two & (0u - two)) - 1u : 0xffffffffu)) != 0u;
 		if (walking && !wait) {
+			Keep::put(step, lane, la);
 			if (two) {
 				d0 = top - (at - g0);
 				v = iv;
 				walking = false;
 			} else {
 				top -= G;
+				++step;
 			}
 		} else if (walking) {
 			__nanosleep(32);
 		}
 	}
+	__syncwarp();  // the kept maps, written by other lanes of the group
 	i64 e0 = d0 + 1;
 	bool folding = has && e0 < c;
 	while (__any_sync(0xffffffffu, folding)) {
 		A av = A();
-		if (folding && e0 + j < c) av = src.agg(e0 + j);
+		if (folding && e0 + j < c && !Keep::get(c - 1 - (e0 + j), G, g0, av)) av = src.agg(e0 + j);
 #pragma unroll
 		for (int t = 0; t < G; ++t) {
 			const A a = shfl_slot(av, g0 + t);
@@ -267,9 +298,10 @@ template <typename A, typename M> struct SlotSrc {
 	A* aggs;
 	M* incls;
 	i64 ns;
-	__device__ int probe(i64 d, M& iv) const {
+	// The map is read only where the value is not there (av is set where
+	// the tile has its map alone).
+	__device__ int probe(i64 d, M& iv, A& av) const {
 		if (slot_ld(incls + d * ns, iv)) return 2;
-		A av;
 		return d > 0 && slot_ld(aggs + d * ns, av) ? 1 : 0;  // tile 0 publishes incl alone
 	}
 	__device__ A agg(i64 d) const {
@@ -294,7 +326,7 @@ template <> struct ChainPick<true> {
 	template <int G, typename A, typename M, typename F>
 	static __device__ __forceinline__ M run(unsigned*, A* agg, M* incl, const ScanLayout& L, i64 c, bool has, A tot,
 			M v0, F fold) {
-		return window_chain<G>(SlotSrc<A, M>{agg, incl, L.nslices}, c, L.chunks, has, tot, v0, fold);
+		return window_chain<G, 0>(SlotSrc<A, M>{agg, incl, L.nslices}, c, L.chunks, has, tot, v0, fold);
 	}
 };
 
@@ -336,7 +368,7 @@ __device__ __forceinline__ void pslot_st(unsigned long long* p, float u, float i
 }
 
 template <bool Packed> struct Lookback {
-	template <typename Op, typename M, int G>
+	template <typename Op, typename M, int G, int K>
 	static __device__ __forceinline__ M run(unsigned char* ws, const ScanLayout& L, i64 c, i64 unit, i64 s, bool has,
 			Aff<M> tot) {
 		return chain_lookback<G>(reinterpret_cast<unsigned*>(ws + L.ws_flags) + unit,
@@ -349,8 +381,9 @@ template <bool Packed> struct Lookback {
 struct PackedSrc {
 	unsigned long long* slot;
 	i64 ns;
-	__device__ int probe(i64 d, float& iv) const {
+	__device__ int probe(i64 d, float& iv, float& u) const {
 		const unsigned long long b = pslot_ld(slot + d * ns);
+		u = __uint_as_float((unsigned)b);
 		if ((unsigned)(b >> 32) != SCAN_NONE) {
 			iv = __uint_as_float((unsigned)(b >> 32));
 			return 2;
@@ -366,11 +399,11 @@ struct PackedFold {
 };
 
 template <> struct Lookback<true> {
-	template <typename Op, typename M, int G>
+	template <typename Op, typename M, int G, int K>
 	static __device__ __forceinline__ M run(unsigned char* ws, const ScanLayout& L, i64 c, i64, i64 s, bool has,
 			Aff<M> tot) {
 		unsigned long long* slot = reinterpret_cast<unsigned long long*>(ws + L.ws_agg) + s;
-		if (G > 1) return window_chain<G>(PackedSrc{slot, L.nslices}, c, L.chunks, has, tot.u, 0.f, PackedFold());
+		if (G > 1) return window_chain<G, K>(PackedSrc{slot, L.nslices}, c, L.chunks, has, tot.u, 0.f, PackedFold());
 		float v = 0.f;
 		if (!has) return v;
 		const bool last = c + 1 == L.chunks;  // nobody reads the last tile
@@ -400,11 +433,12 @@ template <> struct Lookback<true> {
 
 // lookback chains the backward carry: tile c in carry order, tot its map;
 // returns V after the tile (V_in). G > 1: lanes in groups of G serve one
-// slice each (window_chain, float opmath).
-template <typename Op, typename M, int G = 1>
+// slice each (window_chain, float opmath); packed slots (cumsum) keep the
+// maps of the walk's first K steps in shared memory.
+template <typename Op, typename M, int G = 1, int K = 0>
 __device__ __forceinline__ M lookback(unsigned char* ws, const ScanLayout& L, i64 c, i64 unit, i64 s, bool has,
 		Aff<M> tot) {
-	return Lookback<PackedChain<Op>::on && sizeof(M) == 4>::template run<Op, M, G>(ws, L, c, unit, s, has, tot);
+	return Lookback<PackedChain<Op>::on && sizeof(M) == 4>::template run<Op, M, G, K>(ws, L, c, unit, s, has, tot);
 }
 
 // fwd_lookback chains the forward state instead (the ext order: tile c in

@@ -4,6 +4,14 @@
 
 // ---- row mapping ---------------------------------------------------------
 
+// Cumsum's row look-back keeps the maps of its walk's first
+// SCAN_ROW_KEEP steps (32 tiles each) for its fold (window_chain), and
+// its threads prefetch their runs of the tile SCAN_ROW_AHEAD tiles later
+// in carry order into L2 before the walk: a tile's walk goes back a few
+// hundred tiles, and those loads are under way while it waits.
+#define SCAN_ROW_KEEP 16
+#define SCAN_ROW_AHEAD 128
+
 template <typename T, typename Op>
 __device__ __forceinline__ void scan_backward_row(const T* __restrict__ dy, const T* __restrict__ x,
 		const T* __restrict__ y, T* __restrict__ dx, void* __restrict__ wsp, const ScanLayout& L) {
@@ -84,6 +92,12 @@ __device__ __forceinline__ void scan_backward_row(const T* __restrict__ dy, cons
 
 	r.init(k0, cnt, rev);
 	r.load(dy, x, y, L, off, vec);
+	if (PackedChain<Op>::on && chunked && cnt > 0) {
+		const i64 qa = rev ? q + SCAN_ROW_AHEAD : q - SCAN_ROW_AHEAD;
+		const i64 ka = k0 + (qa - q) * tile;
+		if (qa >= 0 && qa < L.chunks && ka < L.n)
+			asm volatile("prefetch.global.L2 [%0];" ::"l"(dy + off[0] + ka * L.astride[0]));
+	}
 	M f = Op::template fwd_identity<M>();
 	const bool fast = r.direct_ok();
 	// The forward state only where a run needs it (a direct op's block
@@ -115,7 +129,7 @@ __device__ __forceinline__ void scan_backward_row(const T* __restrict__ dy, cons
 			const Aff<M> tot = TileMap<T, Op>::template of<M>(
 					SCAN_WARPS, [&](int i) { return s_aff[rev ? i : SCAN_WARPS - 1 - i]; }, 0);
 			scan_ws_wait(ws, L, ready);
-			const M vin = lookback<Op, M, 32>(ws, L, c, s, s, has, tot);
+			const M vin = lookback<Op, M, 32, PackedChain<Op>::on ? SCAN_ROW_KEEP : 0>(ws, L, c, s, s, has, tot);
 			if (lane == 0) s_vin = vin;
 		}
 		__syncthreads();

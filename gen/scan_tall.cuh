@@ -184,9 +184,9 @@ __device__ __forceinline__ void scan_backward_tall(const T* __restrict__ dy, con
 	constexpr int N = TallItems<T, Op>::N;
 	typedef ScanRun<T, Op, N, true> Run;
 	extern __shared__ __align__(16) unsigned char tall_sm[];
-	__shared__ Aff<M> s_aff[SCAN_WARPS];
+	__shared__ Aff<M> s_aff[SCAN_TALL_ROUNDS][SCAN_WARPS];
 	__shared__ M s_fwd[SCAN_WARPS];
-	__shared__ M s_vin[SCAN_WARPS];
+	__shared__ M s_vin[SCAN_TALL_ROUNDS][SCAN_WARPS];
 	unsigned char* ws = static_cast<unsigned char*>(wsp);
 	if (L.phase == SCAN_FWD_PREFIX) {
 		scan_fwd_prefix<T, Op>(ws, L);
@@ -273,6 +273,44 @@ __device__ __forceinline__ void scan_backward_tall(const T* __restrict__ dy, con
 	if (Op::needs_x) tall_load<T>(x + off(1), sm_x, E, S, P, vec);
 	if (Op::needs_y) tall_load<T>(y + off(2), sm_y, E, S, P, vec);
 	__syncthreads();
+	// chain(rd): lanes gl*G .. gl*G+G-1 of the calling warp chain column
+	// rd*groups + gl: the tile's map from its warps', then the look-back,
+	// which probes G tiles a step: 32/groups, but 8 for two columns a
+	// round (half the warp idle), where 16 spills for sm_70.
+	const auto chain = [&](int rd) {
+		const int G = groups == 8 ? 4 : groups == 1 ? 32 : 8;
+		const int gl = lane / G;
+		const int jg = rd * groups + gl;
+		const bool has = gl < groups && jg < C;
+		Aff<M> tot = aff_identity<M>();
+		if (has) {
+			M yfrom = M(0), yto = M(0);
+			if (Span<Op>::on) {
+				const int le = rev ? 0 : (int)(tk1 - tk0) - 1, re = le / items;
+				yto = to_op(sm_y[re * P + (le - re * items) * C + jg]);
+				const i64 kf = rev ? tk1 : tk0 - 1;
+				if (kf >= 0 && kf < L.n) yfrom = to_op(scan_ld(y + off(2) + (kf - tk0) * L.astride[2] + jg));
+			}
+			tot = TallTileMap<T, Op>::template of<M>(
+					wc, [&](int i) { return s_aff[rd][gl * wc + (rev ? i : wc - 1 - i)]; }, yfrom, yto);
+		}
+		scan_ws_wait(ws, L, ready);
+		const i64 unit = a * rounds + rd, s = has ? a * C + jg : 0;
+		const M vin = G == 4   ? lookback<Op, M, 4>(ws, L, c, unit, s, has, tot)
+		              : G == 8 ? lookback<Op, M, 8>(ws, L, c, unit, s, has, tot)
+		                       : lookback<Op, M, 32>(ws, L, c, unit, s, has, tot);
+		if ((lane & (G - 1)) == 0 && gl < groups) s_vin[rd][gl] = vin;
+	};
+	// With several rounds, an op without a forward state in float opmath
+	// takes two passes over them: the first gives every round's warp maps,
+	// then warp rd chains round rd's columns, all rounds' look-backs at
+	// once, and the second pass scans each run again (the same values,
+	// from shared memory) and finishes it. Otherwise each round chains in
+	// its only pass: a second pass of cumprod, cummax or cummin would
+	// combine the forward state again, which costs more than the
+	// look-backs overlap, and in double opmath the two passes spill.
+	const bool split = !Op::fwd && sizeof(M) == 4 && chunked && rounds > 1;
+	for (int pass = split ? 0 : 1; pass < 2; ++pass) {
 	for (int rd = 0; rd < rounds; ++rd) {
 		const int j = rd * groups + grp;
 		const bool col = j < C;
@@ -323,48 +361,27 @@ __device__ __forceinline__ void scan_backward_tall(const T* __restrict__ dy, con
 		const bool plain = r.setup(fast, f, L);
 		Aff<M> wt;
 		const Aff<M> ex = warp_carry_scan<Op>(r.aggregate(plain), lane, rev, wt);
-		if (lane == 0) s_aff[warp] = wt;
+		if (lane == 0) s_aff[rd][warp] = wt;
 		__syncthreads();
-		if (chunked && warp == 0) {
-			// Lanes gl*G .. gl*G+G-1 chain column rd*groups + gl: the
-			// tile's map from its warps', then the look-back, which
-			// probes G tiles a step: 32/groups, but 8 for two columns a
-			// round (half the warp idle), where 16 spills for sm_70.
-			const int G = groups == 8 ? 4 : groups == 1 ? 32 : 8;
-			const int gl = lane / G;
-			const int jg = rd * groups + gl;
-			const bool has = gl < groups && jg < C;
-			Aff<M> tot = aff_identity<M>();
-			if (has) {
-				M yfrom = M(0), yto = M(0);
-				if (Span<Op>::on) {
-					const int le = rev ? 0 : (int)(tk1 - tk0) - 1, re = le / items;
-					yto = to_op(sm_y[re * P + (le - re * items) * C + jg]);
-					const i64 kf = rev ? tk1 : tk0 - 1;
-					if (kf >= 0 && kf < L.n) yfrom = to_op(scan_ld(y + off(2) + (kf - tk0) * L.astride[2] + jg));
-				}
-				tot = TallTileMap<T, Op>::template of<M>(
-						wc, [&](int i) { return s_aff[gl * wc + (rev ? i : wc - 1 - i)]; }, yfrom, yto);
-			}
-			scan_ws_wait(ws, L, ready);
-			const i64 unit = a * rounds + rd, s = has ? a * C + jg : 0;
-			const M vin = G == 4   ? lookback<Op, M, 4>(ws, L, c, unit, s, has, tot)
-			              : G == 8 ? lookback<Op, M, 8>(ws, L, c, unit, s, has, tot)
-			                       : lookback<Op, M, 32>(ws, L, c, unit, s, has, tot);
-			if ((lane & (G - 1)) == 0 && gl < groups) s_vin[gl] = vin;
-		}
+		if (pass == 0) continue;
+		if (chunked && !split && warp == 0) chain(rd);
 		__syncthreads();
-		M v = chunked ? s_vin[grp] : M(0);
+		M v = chunked ? s_vin[rd][grp] : M(0);
 		// V after this warp: the column's warps upstream of it applied,
 		// farthest first.
 		if (rev) {
-			for (int w = 0; w < wg; ++w) v = apply<Op>(s_aff[grp * wc + w], v);
+			for (int w = 0; w < wg; ++w) v = apply<Op>(s_aff[rd][grp * wc + w], v);
 		} else {
-			for (int w = wc - 1; w > wg; --w) v = apply<Op>(s_aff[grp * wc + w], v);
+			for (int w = wc - 1; w > wg; --w) v = apply<Op>(s_aff[rd][grp * wc + w], v);
 		}
 		r.finish(apply<Op>(ex, v), plain);
 		tall_put<T, N>(sm_g, base, C, cnt, rev, r.g);
 		__syncthreads();
+	}
+	if (pass == 0) {
+		if (warp < rounds) chain(warp);
+		__syncthreads();
+	}
 	}
 	tall_store<T>(dx + off(3), sm_g, E, S, P, vec);
 }

@@ -66,6 +66,8 @@ var consts = []Const{
 		Comment: "stages in the colstrip kernel's shared memory ring"},
 	{Name: "SCAN_PREFIX_WIDE", GoName: "scanPrefixWide", Value: 256,
 		Comment: "from this many tiles a slice on, the row mapping's forward prefix pass takes a block per slice rather than a thread"},
+	{Name: "SCAN_TALL_ROUNDS", GoName: "scanTallMaxRounds", Value: 4,
+		Comment: "the most rounds of columns a tall tile's warps serve one after another (each round's look-back has its own warp where an op takes two passes)"},
 	{Name: "SCAN_COUNTER", GoName: "scanCounter", Value: 16,
 		Comment: "the scan workspace's first bytes: the ticket counter and room to keep what follows 16-byte aligned"},
 }
@@ -84,6 +86,9 @@ func validateConsts() error {
 		}
 		seen[c.Name], seen[c.GoName] = true, true
 		byName[c.Name] = c.Value
+	}
+	if byName["SCAN_TALL_ROUNDS"] > byName["SCAN_WARPS"] {
+		return fmt.Errorf("const SCAN_TALL_ROUNDS is %d, more than SCAN_WARPS %d (a warp chains each round)", byName["SCAN_TALL_ROUNDS"], byName["SCAN_WARPS"])
 	}
 	if byName["SCAN_WARPS"]*32 != byName["SCAN_THREADS"] {
 		return fmt.Errorf("const SCAN_WARPS is %d, SCAN_THREADS / 32 is %d", byName["SCAN_WARPS"], byName["SCAN_THREADS"]/32)

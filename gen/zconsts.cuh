@@ -70,5 +70,8 @@
 // SCAN_PREFIX_WIDE: from this many tiles a slice on, the row mapping's forward prefix pass takes a block per slice rather than a thread.
 #define SCAN_PREFIX_WIDE 256
 
+// SCAN_TALL_ROUNDS: the most rounds of columns a tall tile's warps serve one after another (each round's look-back has its own warp where an op takes two passes).
+#define SCAN_TALL_ROUNDS 4
+
 // SCAN_COUNTER: the scan workspace's first bytes: the ticket counter and room to keep what follows 16-byte aligned.
 #define SCAN_COUNTER 16

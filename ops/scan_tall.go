@@ -36,9 +36,8 @@ const (
 	// the op reads): with the kernel's few hundred static bytes, below the
 	// 48 KiB a launch takes without an opt-in.
 	scanTallSmem = 46 << 10
-	// scanTallMaxRounds bounds the rounds of columns a tile's warps serve
-	// one after another (each round has its own look-back).
-	scanTallMaxRounds = 4
+	// scanTallMaxRounds (generated, ops/zconsts.go) bounds the rounds of
+	// columns a tile's warps serve one after another.
 )
 
 // tallItems mirrors TallItems<T, Op>::N in gen/scan_tall.cuh: the most

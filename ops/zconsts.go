@@ -70,6 +70,9 @@ const (
 	// scanPrefixWide is SCAN_PREFIX_WIDE: from this many tiles a slice on, the row mapping's forward prefix pass takes a block per slice rather than a thread.
 	scanPrefixWide = 256
 
+	// scanTallMaxRounds is SCAN_TALL_ROUNDS: the most rounds of columns a tall tile's warps serve one after another (each round's look-back has its own warp where an op takes two passes).
+	scanTallMaxRounds = 4
+
 	// scanCounter is SCAN_COUNTER: the scan workspace's first bytes: the ticket counter and room to keep what follows 16-byte aligned.
 	scanCounter = 16
 )
