@@ -73,23 +73,39 @@ func policyArgs(p *ScanBackward, strides []int, offset int64) *ScanArgs {
 	return a
 }
 
-// TestScanPolicyTable: the launches of representative plans on each
-// device, as a decision table (scanPolicy's rows).
-func TestScanPolicyTable(t *testing.T) {
-	type dev struct {
-		facts DeviceFacts
-		want  string
+// scanPolicyCase is a plan and operands of the policy's decision table,
+// with the launches expected on each of some devices.
+type scanPolicyCase struct {
+	name    string
+	desc    ScanDesc
+	strides []int // nil: contiguous operands
+	offset  int64 // elements past a 256-byte aligned base
+	devs    []scanPolicyDev
+}
+
+type scanPolicyDev struct {
+	facts DeviceFacts
+	want  string // launchString of the launches
+}
+
+// args are the case's operands: nil for contiguous ones (as Launches
+// takes them).
+func (c *scanPolicyCase) args(p *ScanBackward) *ScanArgs {
+	if c.strides == nil && c.offset == 0 {
+		return nil
 	}
-	all := func(want string) []dev {
-		return []dev{{factsV100, want}, {factsA100, want}, {factsH100, want}}
-	}
-	cases := []struct {
-		name    string
-		desc    ScanDesc
-		strides []int // nil: contiguous operands
-		offset  int64 // elements past a 256-byte aligned base
-		devs    []dev
-	}{
+	return policyArgs(p, c.strides, c.offset)
+}
+
+func onV100A100H100(want string) []scanPolicyDev {
+	return []scanPolicyDev{{factsV100, want}, {factsA100, want}, {factsH100, want}}
+}
+
+// scanPolicyCases: representative plans by scanPolicy's rows.
+var scanPolicyCases = func() []scanPolicyCase {
+	type dev = scanPolicyDev
+	all := onV100A100H100
+	return []scanPolicyCase{
 		{name: "short, inner form", desc: ScanDesc{Op: ScanCumsum, DType: dtype.F32, Shape: []int{1 << 15, 16}, Axis: 1},
 			devs: all("cumsum_f32_short 256x128+8704")},
 		{name: "short, outer form (transposed operands)", desc: ScanDesc{Op: ScanCumsum, DType: dtype.F32, Shape: []int{1 << 15, 16}, Axis: 1},
@@ -126,15 +142,17 @@ func TestScanPolicyTable(t *testing.T) {
 		{name: "col for tall operands with padded rows", desc: ScanDesc{Op: ScanCumsum, DType: dtype.F32, Shape: []int{65536, 4}},
 			strides: []int{8, 1}, devs: all("memset16, cumsum_f32_col 257x256")},
 	}
-	for _, c := range cases {
+}()
+
+// TestScanPolicyTable: the launches of representative plans on each
+// device, as a decision table (scanPolicy's rows).
+func TestScanPolicyTable(t *testing.T) {
+	for _, c := range scanPolicyCases {
 		p, err := NewScanBackward(c.desc)
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
-		var a *ScanArgs
-		if c.strides != nil || c.offset != 0 {
-			a = policyArgs(p, c.strides, c.offset)
-		}
+		a := c.args(p)
 		for _, d := range c.devs {
 			ls, err := p.Launches(d.facts, a)
 			if err != nil {
