@@ -57,7 +57,7 @@ func (p *ScanBackward) scanPolicy(a *ScanArgs, L *scanLayout, dev *DeviceFacts) 
 		if err != nil {
 			return pl, err
 		}
-		sl := p.shortLaunchFor(L, p.kernel.smem > 0 && kf.blocksPerSM > 0, kf.sms)
+		sl := p.shortLaunchFor(L, p.kernel.smem > 0 && kf.smemBlocks > 0, kf.sms)
 		pl.add(p.kernel, scanMain, sl.blocks, p.kernel.block, sl.smem)
 		return pl, nil
 	}
@@ -87,8 +87,8 @@ func (p *ScanBackward) scanPolicy(a *ScanArgs, L *scanLayout, dev *DeviceFacts) 
 			if err != nil {
 				return pl, err
 			}
-			if kf.built && kf.blocksPerSM > 0 && blocks <= maxGridX &&
-				(p.stripAll || stripFills(blocks, kf.sms, kf.blocksPerSM)) {
+			if kf.built && kf.smemBlocks > 0 && blocks <= maxGridX &&
+				(p.stripAll || stripFills(blocks, kf.sms, kf.smemBlocks)) {
 				pl.add(p.stripK, scanMain, blocks, p.stripK.block, p.stripK.smem)
 				return pl, nil
 			}
@@ -175,7 +175,7 @@ func (p *ScanBackward) Launches(dev DeviceFacts, a *ScanArgs) ([]LaunchInfo, err
 	out := make([]LaunchInfo, pl.n)
 	for i, st := range pl.steps[:pl.n] {
 		if st.k == nil {
-			out[i] = LaunchInfo{Memset: scanCounter}
+			out[i] = LaunchInfo{Memset: scanCounter, MemsetByte: 0xff}
 			continue
 		}
 		out[i] = LaunchInfo{Kernel: st.k.name, Grid: st.grid, Block: st.block, SharedMem: st.smem, Phase: int(st.phase)}
