@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/baracuda-go/baracuda/driver"
@@ -15,46 +14,10 @@ import (
 // launches Launches reports for shapes, dtypes, ops, operand layouts and
 // devices, and what holds for every plan.
 
-// Devices as DeviceFacts model them: a V100 (no compute_80 builds), a T4
-// (64 KiB of shared memory a block), an A100, an H100 SXM and an H100 PCIe
-// (fewer SMs).
-var (
-	factsV100     = DeviceFacts{Major: 7, Minor: 0, SMs: 80, MaxThreadsPerSM: 2048, SharedMemPerBlockOptin: 96 << 10}
-	factsT4       = DeviceFacts{Major: 7, Minor: 5, SMs: 40, MaxThreadsPerSM: 1024, SharedMemPerBlockOptin: 64 << 10}
-	factsA100     = DeviceFacts{Major: 8, Minor: 0, SMs: 108, MaxThreadsPerSM: 2048, SharedMemPerBlockOptin: 163 << 10}
-	factsH100     = DeviceFacts{Major: 9, Minor: 0, SMs: 132, MaxThreadsPerSM: 2048, SharedMemPerBlockOptin: 227 << 10}
-	factsH100PCIe = DeviceFacts{Major: 9, Minor: 0, SMs: 114, MaxThreadsPerSM: 2048, SharedMemPerBlockOptin: 227 << 10}
-)
-
-// launchString spells launches compactly: "memset16" for the ticket
-// counter's memset, else the kernel without its "scan_bw_" prefix, its
-// phase where not the main pass, grid x block and +shared memory.
-func launchString(ls []LaunchInfo) string {
-	var b strings.Builder
-	for i, l := range ls {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		if l.Kernel == "" {
-			fmt.Fprintf(&b, "memset%d", l.Memset)
-			continue
-		}
-		b.WriteString(strings.TrimPrefix(l.Kernel, "scan_bw_"))
-		if l.Phase != 0 {
-			fmt.Fprintf(&b, "/p%d", l.Phase)
-		}
-		fmt.Fprintf(&b, " %dx%d", l.Grid, l.Block)
-		if l.SharedMem != 0 {
-			fmt.Fprintf(&b, "+%d", l.SharedMem)
-		}
-	}
-	return b.String()
-}
-
-// policyArgs are operands of p's shape with the given strides (nil:
+// scanOperands are operands of p's shape with the given strides (nil:
 // contiguous), each base offset elements past a 256-byte aligned address
 // in a buffer of its own, and a workspace where the plan needs one.
-func policyArgs(p *ScanBackward, strides []int, offset int64) *ScanArgs {
+func scanOperands(p *ScanBackward, strides []int, offset int64) *ScanArgs {
 	size := int64(p.desc.DType.Size())
 	t := Tensor{DType: p.desc.DType, Shape: p.shape, Strides: strides}
 	span := int64(1)
@@ -80,12 +43,7 @@ type scanPolicyCase struct {
 	desc    ScanDesc
 	strides []int // nil: contiguous operands
 	offset  int64 // elements past a 256-byte aligned base
-	devs    []scanPolicyDev
-}
-
-type scanPolicyDev struct {
-	facts DeviceFacts
-	want  string // launchString of the launches
+	devs    []policyDev
 }
 
 // args are the case's operands: nil for contiguous ones (as Launches
@@ -94,16 +52,12 @@ func (c *scanPolicyCase) args(p *ScanBackward) *ScanArgs {
 	if c.strides == nil && c.offset == 0 {
 		return nil
 	}
-	return policyArgs(p, c.strides, c.offset)
-}
-
-func onV100A100H100(want string) []scanPolicyDev {
-	return []scanPolicyDev{{factsV100, want}, {factsA100, want}, {factsH100, want}}
+	return scanOperands(p, c.strides, c.offset)
 }
 
 // scanPolicyCases: representative plans by scanPolicy's rows.
 var scanPolicyCases = func() []scanPolicyCase {
-	type dev = scanPolicyDev
+	type dev = policyDev
 	all := onV100A100H100
 	return []scanPolicyCase{
 		{name: "short, inner form", desc: ScanDesc{Op: ScanCumsum, DType: dtype.F32, Shape: []int{1 << 15, 16}, Axis: 1},
@@ -116,31 +70,31 @@ var scanPolicyCases = func() []scanPolicyCase {
 		{name: "row, one tile", desc: ScanDesc{Op: ScanLogcumsumexp, DType: dtype.BF16, Shape: []int{64, 1000}, Axis: 1},
 			devs: all("logcumsumexp_bf16_row 16x256")},
 		{name: "row, tiles: memset and fill blocks", desc: ScanDesc{Op: ScanCumsum, DType: dtype.F32, Shape: []int{8, 100000}, Axis: 1},
-			devs: all("memset16, cumsum_f32_row 201x256")},
+			devs: all("memset16=ff, cumsum_f32_row 201x256")},
 		{name: "row, tiles: forward-state passes", desc: ScanDesc{Op: ScanCumprod, DType: dtype.F32, Shape: []int{8, 100000}, Axis: 1},
 			devs: all("cumprod_f32_row/p1 200x256, cumprod_f32_row/p2 1x256, cumprod_f32_row 200x256")},
 		{name: "col, ext order, fix blocks in the main launch", desc: ScanDesc{Op: ScanCummax, DType: dtype.F32, Shape: []int{4096, 64}},
-			devs: all("memset16, cummax_f32_col 42x256")},
+			devs: all("memset16=ff, cummax_f32_col 42x256")},
 		{name: "col, ext order, f64 fix pass", desc: ScanDesc{Op: ScanCummax, DType: dtype.F64, Shape: []int{4096, 64}},
-			devs: all("memset16, cummax_f64_col 69x256, cummax_f64_col/p4 8x256")},
+			devs: all("memset16=ff, cummax_f64_col 69x256, cummax_f64_col/p4 8x256")},
 		{name: "colstrip where one wave fills, colpair on 8.0+", desc: ScanDesc{Op: ScanCummax, DType: dtype.BF16, Shape: []int{8192, 4096}},
-			devs: []dev{{factsV100, "memset16, cummax_bf16_col 7296x256"}, {factsA100, "memset16, cummax_bf16_colpair 3648x256"},
-				{factsH100, "cummax_bf16_colstrip 128x512+135296"}, {factsH100PCIe, "memset16, cummax_bf16_colpair 3648x256"}}},
+			devs: []dev{{factsV100, "memset16=ff, cummax_bf16_col 7296x256"}, {factsA100, "memset16=ff, cummax_bf16_colpair 3648x256"},
+				{factsH100, "cummax_bf16_colstrip 128x512+135296"}, {factsH100PCIe, "memset16=ff, cummax_bf16_colpair 3648x256"}}},
 		{name: "colstrip, no colpair for f16", desc: ScanDesc{Op: ScanCummin, DType: dtype.F16, Shape: []int{8192, 4096}},
-			devs: []dev{{factsV100, "memset16, cummin_f16_col 4736x256"}, {factsA100, "memset16, cummin_f16_col 4736x256"},
-				{factsH100, "cummin_f16_colstrip 128x512+135296"}, {factsH100PCIe, "memset16, cummin_f16_col 4736x256"}}},
+			devs: []dev{{factsV100, "memset16=ff, cummin_f16_col 4736x256"}, {factsA100, "memset16=ff, cummin_f16_col 4736x256"},
+				{factsH100, "cummin_f16_colstrip 128x512+135296"}, {factsH100PCIe, "memset16=ff, cummin_f16_col 4736x256"}}},
 		{name: "colpair without 16-byte rows", desc: ScanDesc{Op: ScanCummax, DType: dtype.BF16, Shape: []int{8192, 4096}},
-			offset: 2, devs: []dev{{factsV100, "memset16, cummax_bf16_col 7296x256"}, {factsH100, "memset16, cummax_bf16_colpair 3648x256"}}},
+			offset: 2, devs: []dev{{factsV100, "memset16=ff, cummax_bf16_col 7296x256"}, {factsH100, "memset16=ff, cummax_bf16_colpair 3648x256"}}},
 		{name: "col without 4-byte words", desc: ScanDesc{Op: ScanCummax, DType: dtype.BF16, Shape: []int{8192, 4096}},
-			offset: 1, devs: all("memset16, cummax_bf16_col 7296x256")},
+			offset: 1, devs: all("memset16=ff, cummax_bf16_col 7296x256")},
 		{name: "col for an odd number of slices", desc: ScanDesc{Op: ScanCummax, DType: dtype.BF16, Shape: []int{8192, 4095}},
-			devs: all("memset16, cummax_bf16_col 7296x256")},
+			devs: all("memset16=ff, cummax_bf16_col 7296x256")},
 		{name: "tall", desc: ScanDesc{Op: ScanCumsum, DType: dtype.F32, Shape: []int{65536, 4}},
-			devs: all("memset16, cumsum_f32_tall 33x256+33792")},
+			devs: all("memset16=ff, cumsum_f32_tall 33x256+33792")},
 		{name: "tall, forward-state passes", desc: ScanDesc{Op: ScanCummax, DType: dtype.F32, Shape: []int{65536, 4}},
 			devs: all("cummax_f32_tall/p1 52x256+43008, cummax_f32_tall/p2 1x256+43008, cummax_f32_tall 52x256+43008")},
 		{name: "col for tall operands with padded rows", desc: ScanDesc{Op: ScanCumsum, DType: dtype.F32, Shape: []int{65536, 4}},
-			strides: []int{8, 1}, devs: all("memset16, cumsum_f32_col 257x256")},
+			strides: []int{8, 1}, devs: all("memset16=ff, cumsum_f32_col 257x256")},
 	}
 }()
 
@@ -187,7 +141,7 @@ func TestScanLaunchesEdges(t *testing.T) {
 	if _, err := p.Launches(old, nil); !errors.Is(err, driver.ErrUnsupportedDevice) {
 		t.Errorf("compute capability 6.1: %v, want ErrUnsupportedDevice", err)
 	}
-	a := policyArgs(p, nil, 0)
+	a := scanOperands(p, nil, 0)
 	a.DX.Buf.Size = 16
 	if _, err := p.Launches(factsH100, a); !errors.Is(err, ErrBufferTooSmall) {
 		t.Errorf("short dx: %v, want ErrBufferTooSmall", err)
