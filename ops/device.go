@@ -9,9 +9,9 @@ import (
 // DeviceFacts are the facts about a GPU that a plan's launch policy reads:
 // which kernels the device's module builds hold (by compute capability),
 // how many multiprocessors it has, its L2 cache, and how many blocks of a
-// kernel an SM holds. Run reads them from its stream's
-// context (DeviceFactsOf); a test or a tool fills the exported fields by
-// hand to ask Launches what a Run would do on another GPU.
+// kernel an SM holds. Run reads them from its stream's context
+// (DeviceFactsOf); a test or a tool fills the exported fields by hand to
+// ask Launches what a Run would do on another GPU.
 //
 // Facts filled by hand model a kernel's resident blocks per SM from its
 // threads and shared memory alone: min(32, MaxThreadsPerSM/block) blocks,

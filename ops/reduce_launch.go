@@ -214,11 +214,12 @@ func (L *reduceLayout) blocks() int64 {
 // Run checks args as Check does and queues on s the work that writes dx:
 // one or more kernel launches, and for some shapes a memset of part of the
 // workspace, chosen by the operands' strides and alignment and by s's
-// device (Launches reports them). An empty tensor queues nothing. Run returns once the work is
-// queued; dx is written, and the workspace free for reuse, when s reaches
-// the end of it (Stream.Synchronize, or an event recorded after Run). The
-// first Run of a kernel in a context loads it, which compiles its PTX
-// unless the driver's JIT cache holds it; Warm does that ahead of time.
+// device (Launches reports them). An empty tensor queues nothing. Run
+// returns once the work is queued; dx is written, and the workspace free
+// for reuse, when s reaches the end of it (Stream.Synchronize, or an event
+// recorded after Run). The first Run of a kernel in a context loads it,
+// which compiles its PTX unless the driver's JIT cache holds it; Warm does
+// that ahead of time.
 //
 // Run never allocates device memory, copies from the host or synchronizes,
 // so a Run whose kernels are loaded can be captured into a CUDA graph.

@@ -43,23 +43,23 @@ func (pl *reduceLaunchPlan) memset(off, n int64) {
 // device only through dev, so that Launches reports exactly what Run
 // does. The first row that applies decides:
 //
-//	plan has        operands             device                          launches
-//	short or inner  shortDense           -                               short (or inner), one launch
-//	strip, stripc   stripDense, strips   stripc: built (9.0), its        stripc (clusters) or strip, one launch
-//	                may fill (stripMay-  shared memory fits; else strip
-//	                Fill)                whose shared memory fits; the
-//	                                     strips' blocks >= SMs
-//	flat            dense                -                               var, std: flat statistics pass, then
-//	                                                                     its apply pass (or the apply kernel's
-//	                                                                     totals, then the flat apply pass);
-//	                                                                     max, min, prod: memset of the counts,
-//	                                                                     flat, fix; others: flat
-//	stats, split    layout: col          cluster built (9.0), 4 tiles    cluster, one launch
-//	slices          (cluster)            >= resident blocks
-//	                layout: col (one)    x larger than L2, 2 chunks      memset of the counters, one
-//	                                     per resident block
-//	                any                  -                               stats, apply totals, apply
-//	-               any                  -                               row or col by the layout
+//	row  plan has         operands     device                          launches
+//	1    short or inner   shortDense   -                               short or inner
+//	2    strip or stripc  stripDense,  stripc built (9.0) and its      stripc, else strip
+//	                      stripMayFill shared memory fits, else strip
+//	                                   whose shared memory fits; the
+//	                                   strips' blocks >= SMs
+//	3    flat             dense        -                               var, std: flatStatsPlan;
+//	                                                                   max, min, prod: memset of
+//	                                                                   the counts, flat, fix;
+//	                                                                   others: flat
+//	4    stats, split     col layout   cluster built (9.0), 4 x tiles  cluster
+//	     slices                        >= SMs x its resident blocks
+//	5    one, split       col layout   x larger than L2, SMs x its     memset of the counters, one
+//	     slices                        resident blocks >= 2 x chunks
+//	6    stats, split     any          -                               stats, apply (totals),
+//	     slices                                                        apply (dx, tiles reversed)
+//	7    -                any          -                               row or col, by the layout
 //
 // The plan's fields come from the descriptor and the knobs, read when it
 // is made (NewReduceBackward; the *Any fields lift the device conditions).

@@ -290,11 +290,11 @@ func NewScanBackward(desc ScanDesc) (*ScanBackward, error) {
 // tests: the short, tall, row or col kernel the descriptor selects. It
 // depends only on the descriptor, not on the GPU or the operands' layout.
 // Where those allow, a Run launches another kernel instead (the col kernel
-// in place of "tall" for operands tall cannot serve; for cummax and
-// cummin on compute capability 8.0 and up, colstrip (f16, bf16) or
-// colpair (bf16) in place of "col"): Launches reports the kernels, grids and passes a
-// Run takes on a given device, and Warm loads every kernel a Run of the
-// plan may launch.
+// in place of "tall" for operands tall cannot serve; for cummax and cummin
+// on compute capability 8.0 and up, colstrip (f16, bf16) or colpair (bf16)
+// in place of "col"): Launches reports the kernels, grids and passes a Run
+// takes on a given device, and Warm loads every kernel a Run of the plan
+// may launch.
 func (p *ScanBackward) Kernel() KernelInfo {
 	name := p.kernel.name
 	if p.tallK != nil {

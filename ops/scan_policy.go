@@ -36,15 +36,17 @@ func (pl *scanLaunchPlan) add(k *kernelRef, phase int32, grid int64, block, smem
 // so that Launches reports exactly what Run does. The first row that
 // applies decides:
 //
-//	plan has      operands                 device                    launches
-//	short         any                      -                         short: staged (inner or outer form, by layout)
-//	                                                                 where its shared memory fits, else direct
-//	tall          tallLayout               builds the tall kernel    tall, chunked as the row mapping
-//	colstrip      stripLayout, strips >=   builds colstrip, its      colstrip, one launch, no workspace
-//	              3/4 of the SMs           shared memory fits, one
-//	                                       wave 3/4 full (stripFills)
-//	colpair       pairLayout               builds colpair (8.0+)     colpair, chunked (ext order)
-//	row or col    any                      -                         the plan's kernel, chunked
+//	plan has    operands                device                     launches
+//	short       any                     -                          short: staged (inner or
+//	                                                               outer form, by layout) where
+//	                                                               its shared memory fits,
+//	                                                               else direct
+//	tall        tallLayout              tall built                 tall, chunked
+//	colstrip    stripLayout, strips >=  colstrip built (8.0), its  colstrip, one launch
+//	            3/4 of the SMs          shared memory fits, one
+//	                                    wave 3/4 full (stripFills)
+//	colpair     pairLayout              colpair built (8.0)        colpair, chunked
+//	row or col  any                     -                          the plan's kernel, chunked
 //
 // The plan's fields come from the descriptor and the knobs, read when it
 // is made (NewScanBackward: short, tall, strip and pair; stripAll lifts
