@@ -39,6 +39,10 @@
 // with errors.Is (ErrShape, ErrDType, ErrBufferTooSmall, ...), wrapped with
 // a message that names the plan, the field and the values.
 //
+// Which kernels a scan or reduce Run launches depends on the operands'
+// layout and on the GPU; Launches reports them for given DeviceFacts
+// (DeviceFactsOf a context, or filled by hand for a GPU not at hand).
+//
 // # The first Run
 //
 // The kernels are PTX, which the driver compiles for the GPU on a kernel's

@@ -176,3 +176,33 @@ func Example() {
 	grad, _ := dtype.From16(dtype.BF16, dxBits)
 	fmt.Println(grad[0], grad[len(grad)-1])
 }
+
+// Launches tells which kernels a Run takes on a GPU, here an H100 and a
+// V100 described by hand (no GPU needed): bf16 cummax along an outer axis
+// takes the colstrip kernel where the device has it, the col kernel with
+// a memset of its workspace's ticket counter on the V100.
+func ExampleScanBackward_Launches() {
+	plan, err := ops.NewScanBackward(ops.ScanDesc{Op: ops.ScanCummax, DType: ops.BF16, Shape: []int{8192, 4096}, Axis: 0})
+	if err != nil {
+		panic(err)
+	}
+	h100 := ops.DeviceFacts{Major: 9, SMs: 132, MaxThreadsPerSM: 2048, SharedMemPerBlockOptin: 227 << 10, L2Cache: 50 << 20}
+	v100 := ops.DeviceFacts{Major: 7, SMs: 80, MaxThreadsPerSM: 2048, SharedMemPerBlockOptin: 96 << 10, L2Cache: 6 << 20}
+	for _, dev := range []ops.DeviceFacts{h100, v100} {
+		launches, err := plan.Launches(dev, nil) // nil: contiguous operands
+		if err != nil {
+			panic(err)
+		}
+		for _, l := range launches {
+			if l.Kernel == "" {
+				fmt.Printf("memset %d bytes\n", l.Memset)
+				continue
+			}
+			fmt.Printf("%s grid %d block %d\n", l.Kernel, l.Grid, l.Block)
+		}
+	}
+	// Output:
+	// scan_bw_cummax_bf16_colstrip grid 128 block 512
+	// memset 16 bytes
+	// scan_bw_cummax_bf16_col grid 7296 block 256
+}

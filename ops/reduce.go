@@ -391,11 +391,10 @@ func (p *ReduceBackward) denseGeom() (geo reduceGeom, row bool) {
 }
 
 // Kernel identifies the kernel that writes dx when Run is given contiguous
-// operands, for logs, diagnostics and tests. It depends only on the
-// descriptor, not on the GPU. A Run may launch another kernel, or more than
-// one, where its operands are strided or its device allows a faster one
-// (by compute capability, multiprocessor count, shared memory and L2 cache
-// size); Warm loads every kernel a Run of the plan may launch.
+// operands, for logs, diagnostics and tests, from the descriptor alone. A
+// Run may launch another kernel, or more, where its operands are strided
+// or its device allows a faster one: Launches reports the launches a Run
+// makes on a given device; Warm loads every kernel a Run may launch.
 func (p *ReduceBackward) Kernel() KernelInfo {
 	// The name is the kernel Run takes for contiguous operands (16-byte
 	// aligned, as allocations are): "flat" for Sum, Mean, Norm2 and

@@ -1,16 +1,15 @@
 package ops
 
 import (
-	"errors"
 	"unsafe"
 
 	"github.com/baracuda-go/baracuda/driver"
-	"github.com/baracuda-go/baracuda/dtype"
 )
 
-// ReduceBackward.Run: which kernel the operands and the device allow, the
-// kernel layout built from the operands' strides, and the launches. The
-// plan is in reduce.go, its geometry in reduce_geometry.go.
+// ReduceBackward.Run: the conditions on the operands' layout, the kernel
+// layout built from their strides, and the execution of the launch plan
+// that reducePolicy (reduce_policy.go) chooses. The plan is in reduce.go,
+// its geometry in reduce_geometry.go.
 
 // dense reports whether Run may take the flat kernel for a: the shape
 // allows it and every operand it reads or writes is contiguous and 16-byte
@@ -36,10 +35,9 @@ func (p *ReduceBackward) dense(a *ReduceArgs) bool {
 // reduceStripEnv).
 func (p *ReduceBackward) stripOn() bool { return p.stripK != nil || p.stripcK != nil }
 
-// oneBig reports whether x is larger than the L2 cache of ctx's device,
-// where the one kernel pays (or reduceOneEnv takes it anyway).
-func (p *ReduceBackward) oneBig(ctx *driver.Context) bool {
-	l2, _ := ctx.Device().L2CacheSize()
+// oneBig reports whether x is larger than an L2 cache of l2 bytes, where
+// the one kernel pays (or reduceOneEnv takes it anyway).
+func (p *ReduceBackward) oneBig(l2 int) bool {
 	return p.oneAny || p.numel*int64(p.desc.DType.Size()) > int64(l2)
 }
 
@@ -216,11 +214,12 @@ func (L *reduceLayout) blocks() int64 {
 // Run checks args as Check does and queues on s the work that writes dx:
 // one or more kernel launches, and for some shapes a memset of part of the
 // workspace, chosen by the operands' strides and alignment and by s's
-// device. An empty tensor queues nothing. Run returns once the work is
-// queued; dx is written, and the workspace free for reuse, when s reaches
-// the end of it (Stream.Synchronize, or an event recorded after Run). The
-// first Run of a kernel in a context loads it, which compiles its PTX
-// unless the driver's JIT cache holds it; Warm does that ahead of time.
+// device (Launches reports them). An empty tensor queues nothing. Run
+// returns once the work is queued; dx is written, and the workspace free
+// for reuse, when s reaches the end of it (Stream.Synchronize, or an event
+// recorded after Run). The first Run of a kernel in a context loads it,
+// which compiles its PTX unless the driver's JIT cache holds it; Warm does
+// that ahead of time.
 //
 // Run never allocates device memory, copies from the host or synchronizes,
 // so a Run whose kernels are loaded can be captured into a CUDA graph.
@@ -228,20 +227,6 @@ func (L *reduceLayout) blocks() int64 {
 // The error wraps ErrNilStream for a nil s, is one of Check's, or is the
 // driver's error from loading or launching a kernel.
 func (p *ReduceBackward) Run(s *driver.Stream, a *ReduceArgs) error {
-	// Run queues the flat kernel for an op without statistics on dense
-	// operands (see dense), and for Max, Min and Prod on dense operands
-	// whose slices would be split (a memset of the counts, the flat
-	// kernel, then the fix kernel (redPhaseFlat), else the row or col
-	// kernel (by the operands' strides), or, when an op with statistics
-	// splits its slices into chunks, the one kernel (col, after a memset
-	// of its counters) or the stats kernel then the apply kernel twice
-	// (the slices' totals, then dx; for max, min and prod the second
-	// launch rewrites only the tiles whose provisional dx can be wrong);
-	// for an op with statistics on dense operands, the strip kernel in
-	// place of those where the plan has it (var and std, and max and min,
-	// by default; see stripDefault); the short kernel in place of
-	// all of these where the plan has it and the operands allow it (see
-	// shortDense); nothing for an empty tensor.
 	if s == nil {
 		return p.id.errorf(ErrNilStream, "Run needs a stream")
 	}
@@ -251,150 +236,44 @@ func (p *ReduceBackward) Run(s *driver.Stream, a *ReduceArgs) error {
 	if p.numel == 0 {
 		return nil
 	}
-	if p.multi != nil {
-		return p.runMulti(s, a)
+	if m := p.multi; m != nil && m.inner != nil {
+		return p.runInner(s, a)
 	}
-	// A kernel is resolved (on first use, JIT-compiled) only where Run may
-	// launch it: each test that needs no loaded function comes first.
-	if p.shortK != nil && p.shortDense(a) {
-		return p.runShort(s, a)
-	}
-	var L reduceLayout
+	// The policy loads a kernel when it first reads its facts (the
+	// kernels a row may take at once, see DeviceFacts.preload), and the
+	// steps' kernels are resolved before any step is queued.
 	ctx := s.Context()
-	if p.stripOn() && p.stripDense(a) && p.stripMayFill(deviceSMs(ctx)) {
-		var lf *loadedFunction
-		g, c := &p.strip, int64(1)
-		if p.stripcK != nil {
-			lc, err := p.stripcK.resolve(ctx)
-			if err != nil && !errors.Is(err, errNoBuild) {
-				return err
-			}
-			if err == nil && lc.smemBlocksPerSM > 0 {
-				g, c, lf = &p.stripc, redStripCluster, lc
-			}
-		}
-		if lf == nil && p.stripK != nil {
-			l1, err := p.stripK.resolve(ctx)
-			if err != nil {
-				return err
-			}
-			if l1.smemBlocksPerSM > 0 {
-				lf = l1
-			}
-		}
-		if lf != nil && (p.stripAny || p.col.nchunks > 1 && g.strips*c >= int64(lf.sms)) {
-			L = reduceLayout{k: p.k, slices: p.slices, chunk: g.chunk, nchunks: 1, tiles: g.strips * c, scale: p.scale,
-				mapping: redCol, group: 1, cvec: g.vr}
-			L.flat.ip = g.inner
-			L.flat.magic[0], L.flat.shift[0] = g.magic, g.shift
-			return p.launchGrid(s, lf, a, &L, g.strips*c, g.smem)
-		}
+	dev := DeviceFactsOf(ctx)
+	var pl reduceLaunchPlan
+	var err error
+	if p.multi != nil {
+		pl, err = p.segPolicy(a, &dev)
+	} else {
+		pl, err = p.reducePolicy(a, &dev)
 	}
-	if p.dense(a) {
-		preload(ctx, p.flatK, pick(p.flatFx, p.fixK), pick(p.flatSt, p.apply))
-		lf, err := p.flatK.resolve(ctx)
-		if err != nil {
-			return err
-		}
-		if p.flatSt {
-			return p.runFlatStats(s, lf, a)
-		}
-		if !p.flatFx {
-			L = reduceLayout{k: p.k, slices: p.slices, chunk: p.k, nchunks: 1, scale: p.scale, flat: p.flat}
-			return p.launch(s, lf, a, &L)
-		}
-		// The provisional ops: the counts zeroed, the flat kernel, then
-		// red_flat_fix, which finds each slice by the strided layout.
-		p.layout(a, &L)
-		L.flat = p.flat
-		if err := s.MemsetD8Async(a.Workspace.Slice(0, 4*(p.slices+1)), 0); err != nil {
-			return err
-		}
-		return p.launchThen(s, lf, p.fixK, a, &L, redPhaseFlat)
-	}
-	p.layout(a, &L)
-	main := p.colK
-	if L.mapping == redRow {
-		main = p.rowK
-	}
-	if p.stats != nil && L.nchunks > 1 {
-		// The cluster kernel needs a quarter of a block per SM and
-		// resident block (at least one), the one kernel an x larger
-		// than L2. The kernels this path may take are loaded together
-		// (preload): a first Run compiles them at once.
-		tryClu := p.clu.nchunks > 0 && L.mapping == redCol && (p.cluAny || 4*p.clusterTiles(&L) >= int64(deviceSMs(ctx)))
-		tryOne := p.one && L.mapping == redCol && p.oneBig(ctx)
-		preload(ctx, pick(tryClu, p.cluK), pick(tryOne, p.oneK), p.stats, p.apply)
-		if tryClu {
-			lf, err := p.cluK.resolve(ctx)
-			if err != nil && !errors.Is(err, errNoBuild) {
-				return err
-			}
-			if tiles := p.clusterTiles(&L); err == nil && (p.cluAny || 4*tiles >= int64(lf.sms*lf.blocksPerSM)) {
-				return p.runCluster(s, lf, a, &L, tiles)
-			}
-		}
-		if tryOne {
-			lf, err := p.oneK.resolve(ctx)
-			if err != nil {
-				return err
-			}
-			if g := &p.oneG; int64(lf.sms*lf.smemBlocksPerSM) >= 2*g.nchunks {
-				L.tiles = L.tiles / L.nchunks * g.nchunks
-				L.chunk, L.nchunks = g.chunk, g.nchunks
-				ctr := a.Workspace.Slice(p.oneOff, 4*(1+L.tiles/L.nchunks))
-				if err := s.MemsetD8Async(ctr, 0); err != nil {
-					return err
-				}
-				smem := L.chunk * int64(redBlock/L.group) * int64(L.cvec) * int64(p.desc.DType.Size())
-				return p.launchSmem(s, lf, a, &L, smem)
-			}
-		}
-		lf, err := p.stats.resolve(ctx)
-		if err != nil {
-			return err
-		}
-		if err := p.launchThen(s, lf, p.apply, a, &L, redPhaseTotal); err != nil {
-			return err
-		}
-		L.phase, L.reverse = redPhaseApply, 1
-		main = p.apply
-	}
-	lf, err := main.resolve(ctx)
 	if err != nil {
 		return err
 	}
-	return p.launch(s, lf, a, &L)
-}
-
-// runFlatStats queues var and std's flat path (reduce_flat_stats.go): the
-// flat kernel's statistics pass (redPhaseFlat, a block per tile), then its
-// apply pass on the same tiles, last to first (L.reverse, the statistics
-// pass's grid), each block combining the partials of its tile's slices
-// itself; or, where flatRev is off, the apply kernel's totals
-// (redPhaseTotal, on the col layout of the partials), then the apply pass
-// a pack per thread (gridCover's grid).
-func (p *ReduceBackward) runFlatStats(s *driver.Stream, lf *loadedFunction, a *ReduceArgs) error {
-	g := &p.flatG
-	L := reduceLayout{k: p.k, slices: p.slices, chunk: g.chunk, nchunks: g.nchunks, tiles: g.tiles, scale: p.scale,
-		mapping: redCol, phase: redPhaseFlat, flat: p.flat}
-	if err := p.launchGrid(s, lf, a, &L, min(g.tiles, maxGridX), 0); err != nil {
-		return err
+	var lfs [len(pl.steps)]*loadedFunction
+	for i, st := range pl.steps[:pl.n] {
+		if st.k != nil {
+			if lfs[i], err = st.k.resolve(ctx); err != nil {
+				return err
+			}
+		}
 	}
-	if p.flatRev {
-		L.phase, L.reverse = redPhaseApply, 1
-		return p.launchGrid(s, lf, a, &L, min(g.tiles, maxGridX), 0)
+	for i, st := range pl.steps[:pl.n] {
+		if st.k == nil {
+			err = s.MemsetD8Async(a.Workspace.Slice(st.off, st.n), 0)
+		} else {
+			pl.L.phase, pl.L.reverse = st.phase, st.reverse
+			err = p.launchGrid(s, lfs[i], a, &pl.L, st.grid, st.smem)
+		}
+		if err != nil {
+			return err
+		}
 	}
-	la, err := p.apply.resolve(s.Context())
-	if err != nil {
-		return err
-	}
-	L.phase = redPhaseTotal
-	if err := p.launch(s, la, a, &L); err != nil {
-		return err
-	}
-	L.phase = redPhaseApply
-	return p.launch(s, lf, a, &L)
+	return nil
 }
 
 // pick is k where cond holds, else nil.
@@ -405,73 +284,10 @@ func pick(cond bool, k *kernelRef) *kernelRef {
 	return nil
 }
 
-// launchThen launches first on L, then next on L in phase (the apply
-// kernel's redPhaseTotal after the stats kernel, the fix kernel's
-// redPhaseFlat after the flat one).
-func (p *ReduceBackward) launchThen(s *driver.Stream, first *loadedFunction, next *kernelRef, a *ReduceArgs, L *reduceLayout, phase int32) error {
-	if err := p.launch(s, first, a, L); err != nil {
-		return err
-	}
-	lf, err := next.resolve(s.Context())
-	if err != nil {
-		return err
-	}
-	L.phase = phase
-	return p.launch(s, lf, a, L)
-}
-
 // clusterTiles is the cluster kernel's grid for the col layout L (one
 // block per tile).
 func (p *ReduceBackward) clusterTiles(L *reduceLayout) int64 {
 	return ceilDiv(p.slices, int64(redBlock/p.clu.group)*int64(L.cvec)) * p.clu.nchunks
-}
-
-// runCluster launches the cluster kernel on the col layout L: its
-// geometry in place of the two passes', one block per tile (tiles, from
-// clusterTiles; a cluster's blocks wait for one another, clusters never
-// do).
-func (p *ReduceBackward) runCluster(s *driver.Stream, lf *loadedFunction, a *ReduceArgs, L *reduceLayout, tiles int64) error {
-	g := &p.clu
-	L.chunk, L.nchunks, L.group, L.tiles = g.chunk, g.nchunks, g.group, tiles
-	return p.launchGrid(s, lf, a, L, L.tiles, 0)
-}
-
-func (p *ReduceBackward) launch(s *driver.Stream, lf *loadedFunction, a *ReduceArgs, L *reduceLayout) error {
-	return p.launchSmem(s, lf, a, L, 0)
-}
-
-// launchSmem launches with smem bytes of dynamic shared memory (the one
-// kernel's: then the grid is what fits with the plan's most).
-func (p *ReduceBackward) launchSmem(s *driver.Stream, lf *loadedFunction, a *ReduceArgs, L *reduceLayout, smem int64) error {
-	grid := L.blocks()
-	per := lf.blocksPerSM
-	if smem > 0 {
-		per = lf.smemBlocksPerSM
-	}
-	// Sum and Mean only broadcast dy into dx, a write stream like the binary
-	// kernels': a block per block step (gridCover's reasoning) is faster
-	// for them on an H100. The kernels that read x keep the grid of
-	// resident blocks, which is faster for most of them (the bf16 row
-	// kernels most of all), except the f32 row kernels, which take
-	// gridCover's grid too. The flat kernel is elementwise: gridCover's
-	// grid.
-	// With few slices (redFlatLocal) the flat kernel of the provisional
-	// ops adds each block's counts to the workspace once, all on a few
-	// counters: no more blocks than fit at once.
-	capped := L.flat.packs == 0 && (smem > 0 || (p.desc.Op.needsSaved() && (L.mapping != redRow || p.desc.DType != dtype.F32)))
-	capped = capped || p.flatFx && L.flat.packs > 0 && L.phase != redPhaseFlat && L.slices <= redFlatLocal
-	if limit := int64(lf.sms * per); grid > limit && capped {
-		grid = limit
-	}
-	if L.phase == redPhaseFlat {
-		// red_flat_fix: the blocks that fit at once, and at least a thread
-		// per slice. Where no slice needs its walk over the packs they
-		// return after a look at the counts; where one does, the walk's
-		// loads of counts and mask bits wait on memory, and every
-		// resident block keeps more of them in flight.
-		grid = max(min(grid, int64(lf.sms*lf.blocksPerSM)), ceilDiv(L.slices, redBlock))
-	}
-	return p.launchGrid(s, lf, a, L, max(min(grid, maxGridX), 1), smem)
 }
 
 // launchGrid launches grid blocks of redBlock threads on L with smem bytes

@@ -1,7 +1,6 @@
 package ops
 
 import (
-	"errors"
 	"slices"
 	"sync"
 
@@ -375,50 +374,15 @@ type multiViews struct {
 
 var multiViewPool = sync.Pool{New: func() any { return new(multiViews) }}
 
-// runMulti is Run for a multi-axis plan (after Check).
-func (p *ReduceBackward) runMulti(s *driver.Stream, a *ReduceArgs) error {
-	m := p.multi
-	if m.inner != nil {
-		// The views come from a pool: on the stack they would escape
-		// through the inner Run, an allocation per Run.
-		mv := multiViewPool.Get().(*multiViews)
-		p.innerArgs(a, &mv.in, &mv.v)
-		err := m.inner.Run(s, &mv.in)
-		mv.in = ReduceArgs{}
-		multiViewPool.Put(mv)
-		return err
-	}
-	ctx := s.Context()
-	n := int64(16 / p.desc.DType.Size())
-	aligned := a.DX.Buf.Addr%16 == 0 && (!p.desc.Op.needsSaved() || a.X.Buf.Addr%16 == 0)
-	vec := int32(0)
-	if m.seg.kstride[0] == 1 && m.seg.kstride[1]%n == 0 && aligned {
-		vec = 1
-	}
-	if m.segcK != nil && (m.segcAny || m.segc.tiles >= int64(deviceSMs(ctx))) {
-		lf, err := m.segcK.resolve(ctx)
-		if err != nil && !errors.Is(err, errNoBuild) {
-			return err
-		}
-		if err == nil && lf.smemBlocksPerSM > 0 {
-			L := m.segc
-			L.vec = vec
-			return p.launchGrid(s, lf, a, &L, L.tiles, int64(m.segcK.smem))
-		}
-	}
-	lf, err := m.segK.resolve(ctx)
-	if err != nil {
-		return err
-	}
-	L := m.seg
-	L.vec = vec
-	grid := max(min(L.tiles, int64(lf.sms*lf.blocksPerSM), maxGridX), 1)
-	if p.desc.Op.hasStats() {
-		L.phase = redPhaseSegStats
-		if err := p.launchGrid(s, lf, a, &L, grid, 0); err != nil {
-			return err
-		}
-		L.phase = redPhaseApply
-	}
-	return p.launchGrid(s, lf, a, &L, grid, 0)
+// runInner is Run for a multi-axis plan that takes the single-axis plan
+// on the coalesced view (after Check).
+func (p *ReduceBackward) runInner(s *driver.Stream, a *ReduceArgs) error {
+	// The views come from a pool: on the stack they would escape through
+	// the inner Run, an allocation per Run.
+	mv := multiViewPool.Get().(*multiViews)
+	p.innerArgs(a, &mv.in, &mv.v)
+	err := p.multi.inner.Run(s, &mv.in)
+	mv.in = ReduceArgs{}
+	multiViewPool.Put(mv)
+	return err
 }

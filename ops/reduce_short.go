@@ -1,9 +1,5 @@
 package ops
 
-import (
-	"github.com/baracuda-go/baracuda/driver"
-)
-
 // The short mapping (gen/reduce_short.cuh, reduce_short): a single reduced
 // axis of at most redShortMaxK positions over many slices, on dense
 // operands. The row and col mappings give each slice a group of threads
@@ -207,15 +203,4 @@ func (p *ReduceBackward) shortLayout(L *reduceLayout) (grid int64) {
 	L.flat.packs, L.flat.ip = g.packs, g.ip
 	L.flat.magic[0], L.flat.shift[0] = g.magic, g.shift
 	return min(ceilDiv(g.packs, redBlock), maxGridX)
-}
-
-// runShort launches the short kernel on a (shortDense).
-func (p *ReduceBackward) runShort(s *driver.Stream, a *ReduceArgs) error {
-	lf, err := p.shortK.resolve(s.Context())
-	if err != nil {
-		return err
-	}
-	var L reduceLayout
-	grid := p.shortLayout(&L)
-	return p.launchGrid(s, lf, a, &L, grid, 0)
 }

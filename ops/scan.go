@@ -312,38 +312,16 @@ func NewScanBackward(desc ScanDesc) (*ScanBackward, error) {
 	return p, nil
 }
 
-// Kernel identifies the kernel a Run launches for contiguous operands where
-// no faster kernel applies, for logs, diagnostics and tests. It depends only
-// on the descriptor, not on the GPU. For f16 and bf16 cummax and cummin
-// along an axis other than the innermost, a Run may launch a faster kernel
-// instead, where its device (compute capability 8.0 and up), the operands'
-// layout and the tensor's size allow it; Warm loads every kernel a Run of
-// the plan may launch.
+// Kernel identifies the plan's main kernel, for logs, diagnostics and
+// tests: the short, tall, row or col kernel the descriptor selects. It
+// depends only on the descriptor, not on the GPU or the operands' layout.
+// Where those allow, a Run launches another kernel instead (the col kernel
+// in place of "tall" for operands tall cannot serve; for cummax and cummin
+// on compute capability 8.0 and up, colstrip (f16, bf16) or colpair (bf16)
+// in place of "col"): Launches reports the kernels, grids and passes a Run
+// takes on a given device, and Warm loads every kernel a Run of the plan
+// may launch.
 func (p *ScanBackward) Kernel() KernelInfo {
-	// For bf16 cummax and cummin along an axis other than the innermost,
-	// cut into tiles, Run takes "colpair" in place of the "col" kernel
-	// named here on compute capability 8.0 and up, where the operands
-	// allow two slices a lane (the innermost slice dim of even length and
-	// unit stride, the other strides even, 4-byte aligned tensors:
-	// contiguous operands of an even number of slices do). For f16 and
-	// bf16 cummax and cummin along such an axis Run takes "colstrip" ahead
-	// of both (a block per strip of 32 slices over the whole axis, no
-	// workspace) where the axis has at most 32256 elements, the device has
-	// the compute_80 build and the shared memory, the operands allow
-	// 16-byte rows (the innermost slice dim a multiple of 8 with unit
-	// stride, the other strides multiples of 8, 16-byte aligned tensors)
-	// and the strips fill one wave of the GPU to three quarters (99 to 132
-	// strips, 3168 to 4224 slices, on an H100's 132 SMs). An axis of at
-	// most 32 elements over at least 2^14 slices (any number with
-	// BARACUDA_SCAN_SHORT=always, none with never) takes "short", which
-	// every Run of the plan launches, whatever the layout.
-	//
-	// Along an outer axis of at least 4096 elements over at most 64
-	// slices whose inner extent (the dims after the axis) is 2 to 16, the
-	// plan takes "tall" (BARACUDA_SCAN_TALL=never|always overrides), and
-	// Run launches it where the operands have unit stride across the
-	// inner dims and that extent as the axis stride, the col kernel
-	// elsewhere.
 	name := p.kernel.name
 	if p.tallK != nil {
 		name = p.tallK.name
@@ -373,7 +351,7 @@ func (p *ScanBackward) WorkspaceSize() int64 { return p.wsSize() }
 // 32 (16-bit types along the innermost axis and f32/f16/bf16 along others),
 // with cummax and cummin 32 (16 for f32 along the innermost axis and f64,
 // 20 for bf16 along other axes), and with cumprod bf16 along other axes 15
-// (scanItems). Where Run may take the colpair or tall kernel (see Kernel)
+// (scanItems). Where Run may take the colpair or tall kernel (scanPolicy)
 // it is the largest of the kernels' needs.
 func (p *ScanBackward) wsSize() int64 {
 	size := p.geom.ws.size

@@ -1,7 +1,6 @@
 package ops
 
 import (
-	"errors"
 	"math/bits"
 	"unsafe"
 
@@ -9,9 +8,9 @@ import (
 )
 
 // ScanBackward.Run: the kernel layout built from the operands' strides,
-// which kernel the operands and the device allow (colstrip, colpair, or the
-// plan's row or col kernel), and the launches. The plan is in scan.go, its
-// geometry in scan_geometry.go.
+// the layout conditions of the colstrip and colpair kernels, and the
+// execution of the launch plan that scanPolicy (scan_policy.go) chooses.
+// The plan is in scan.go, its geometry in scan_geometry.go.
 
 // stripLayout reports whether the colstrip kernel can move the operands
 // of L (dy, x, dx) as 16-byte rows of its strips, and if so returns its
@@ -166,11 +165,12 @@ func (p *ScanBackward) layout(a *ScanArgs, L *scanLayout, g *scanGeom) {
 // Run checks args as Check does and queues on s the work that writes dx:
 // one or more kernel launches, and for long axes a memset of part of the
 // workspace, chosen by the operands' strides and alignment and by s's
-// device. An empty tensor queues nothing. Run returns once the work is
-// queued; dx is written, and the workspace free for reuse, when s reaches
-// the end of it (Stream.Synchronize, or an event recorded after Run). The
-// first Run of a kernel in a context loads it, which compiles its PTX
-// unless the driver's JIT cache holds it; Warm does that ahead of time.
+// device (Launches reports them). An empty tensor queues nothing. Run
+// returns once the work is queued; dx is written, and the workspace free
+// for reuse, when s reaches the end of it (Stream.Synchronize, or an event
+// recorded after Run). The first Run of a kernel in a context loads it,
+// which compiles its PTX unless the driver's JIT cache holds it; Warm does
+// that ahead of time.
 //
 // Run never allocates device memory, copies from the host or synchronizes,
 // so a Run whose kernels are loaded can be captured into a CUDA graph.
@@ -178,12 +178,6 @@ func (p *ScanBackward) layout(a *ScanArgs, L *scanLayout, g *scanGeom) {
 // The error wraps ErrNilStream for a nil s, is one of Check's, or is the
 // driver's error from loading or launching a kernel.
 func (p *ScanBackward) Run(s *driver.Stream, a *ScanArgs) error {
-	// With a workspace Run queues, in the row mapping, two forward-state
-	// passes for cumprod, cummax and cummin (the first fills the look-back
-	// part), otherwise a 16-byte memset of the ticket counter (the main
-	// launch's fill blocks fill the rest); then the scan kernel (ext: the
-	// scan-order kernel with the fix pass's blocks after its tiles, or
-	// with f64 the fix pass as a second launch).
 	if s == nil {
 		return p.id.errorf(ErrNilStream, "Run needs a stream")
 	}
@@ -193,94 +187,37 @@ func (p *ScanBackward) Run(s *driver.Stream, a *ScanArgs) error {
 	if p.numel == 0 {
 		return nil
 	}
-	// Each kernel is resolved (on first use, JIT-compiled) only once Run
-	// has chosen it, so a first Run compiles what it launches.
+	// The policy loads a kernel when it first reads its facts, and the
+	// steps' kernels are resolved before any step is queued, so a first
+	// Run compiles what it considers and queues nothing when a load fails.
 	ctx := s.Context()
 	var L scanLayout
-	g := &p.geom
-	p.layout(a, &L, g)
-	if p.short {
-		return p.runShort(s, a, &L)
+	p.layout(a, &L, &p.geom)
+	dev := DeviceFactsOf(ctx)
+	pl, err := p.scanPolicy(a, &L, &dev)
+	if err != nil {
+		return err
 	}
-	if p.tallK != nil {
-		if done, err := p.runTall(s, a, &L); done || err != nil {
+	var lfs [len(pl.steps)]*loadedFunction
+	for i, st := range pl.steps[:pl.n] {
+		if st.k != nil {
+			if lfs[i], err = st.k.resolve(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	for i, st := range pl.steps[:pl.n] {
+		if st.k == nil {
+			err = s.MemsetD8Async(a.Workspace.Slice(0, scanCounter), 0xff)
+		} else {
+			pl.L.phase = st.phase
+			err = p.launchWith(lfs[i], s, a, &pl.L, st.grid, st.block, st.smem)
+		}
+		if err != nil {
 			return err
 		}
 	}
-	if p.stripK != nil {
-		// Strips fill a wave only where there are at least three
-		// quarters of a block per SM (stripFills): checked before the
-		// kernel is loaded.
-		if blocks, ok := stripLayout(a, &L); ok && (p.stripAll || 4*blocks >= 3*int64(deviceSMs(ctx))) {
-			// colstrip where the device has it, its shared memory fits
-			// and the strips fill one wave: no workspace, one launch.
-			slf, err := p.stripK.resolve(ctx)
-			switch {
-			case err == nil && slf.smemBlocksPerSM > 0 && blocks <= maxGridX &&
-				(p.stripAll || stripFills(blocks, slf.sms, slf.smemBlocksPerSM)):
-				return p.launchWith(slf, s, a, &L, blocks, p.stripK.block, p.stripK.smem)
-			case err != nil && !errors.Is(err, errNoBuild):
-				return err
-			}
-		}
-	}
-	var lf *loadedFunction
-	if p.pairK != nil && pairLayout(a, &L) {
-		// colpair where the device has it (compute capability 8.0 and up).
-		plf, err := p.pairK.resolve(ctx)
-		switch {
-		case err == nil:
-			lf, g = plf, g.pair
-			L.setGeom(g)
-		case !errors.Is(err, errNoBuild):
-			return err
-		}
-	}
-	if lf == nil {
-		var err error
-		if lf, err = p.kernel.resolve(ctx); err != nil {
-			return err
-		}
-	}
-	if g.chunks > 1 {
-		// The row mapping's forward-state passes fill the look-back part
-		// and reset the ticket counter themselves (gen/scan_fwd.cuh,
-		// scan_fill_slots); otherwise the counter is set to all ones here
-		// and the main launch's fill blocks fill the rest (scan_take).
-		passes := g.passes(p.desc.Op)
-		if !passes {
-			if err := s.MemsetD8Async(a.Workspace.Slice(0, scanCounter), 0xff); err != nil {
-				return err
-			}
-		}
-		if g.ext && !g.fixIn {
-			if err := p.launch(lf, s, a, &L, g.grid); err != nil {
-				return err
-			}
-			L.phase = scanExtFix
-			return p.launch(lf, s, a, &L, scanCeil(g.nslices, scanWarps))
-		}
-		if passes {
-			L.phase = scanFwdTiles // a block per tile
-			if err := p.launch(lf, s, a, &L, g.grid); err != nil {
-				return err
-			}
-			L.phase = scanFwdPrefix // a thread per slice, or a block from scanPrefixWide tiles on
-			prefixBlocks := scanCeil(g.nslices, scanBlock)
-			if g.chunks >= scanPrefixWide {
-				prefixBlocks = g.nslices
-			}
-			if err := p.launch(lf, s, a, &L, prefixBlocks); err != nil {
-				return err
-			}
-			L.phase = scanMain
-		}
-	}
-	return p.launch(lf, s, a, &L, g.grid)
-}
-
-func (p *ScanBackward) launch(lf *loadedFunction, s *driver.Stream, a *ScanArgs, L *scanLayout, blocks int64) error {
-	return p.launchWith(lf, s, a, L, blocks, scanBlock, 0)
+	return nil
 }
 
 // launchWith launches blocks of threads threads with smem bytes of dynamic

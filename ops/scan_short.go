@@ -3,7 +3,6 @@ package ops
 import (
 	"strconv"
 
-	"github.com/baracuda-go/baracuda/driver"
 	"github.com/baracuda-go/baracuda/dtype"
 )
 
@@ -223,18 +222,6 @@ func (p *ScanBackward) shortLaunchFor(L *scanLayout, staged bool, sms int) short
 	ns := shortStride(n, dt.Size())
 	L.split, L.units = int32(k), ns
 	return shortLaunch{blocks: blocks, smem: int(scanShortSmem(op, dt, ns, block*k))}
-}
-
-// runShort launches the short kernel in the form shortLaunchFor picks:
-// staged where the plan's shared memory fits the device (smemBlocksPerSM
-// > 0) and the layout allows, else reading the slices in place.
-func (p *ScanBackward) runShort(s *driver.Stream, a *ScanArgs, L *scanLayout) error {
-	lf, err := p.kernel.resolve(s.Context())
-	if err != nil {
-		return err
-	}
-	sl := p.shortLaunchFor(L, p.kernel.smem > 0 && lf.smemBlocksPerSM > 0, lf.sms)
-	return p.launchWith(lf, s, a, L, sl.blocks, p.kernel.block, sl.smem)
 }
 
 // setShort makes p a short plan: its kernel, the forms the knob allows,

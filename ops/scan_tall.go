@@ -1,11 +1,6 @@
 package ops
 
-import (
-	"errors"
-
-	"github.com/baracuda-go/baracuda/driver"
-	"github.com/baracuda-go/baracuda/dtype"
-)
+import "github.com/baracuda-go/baracuda/dtype"
 
 // The tall mapping (gen/scan_tall.cuh, scan_backward_tall): a scan along an
 // outer axis over few slices whose inner extent C (the product of the dims
@@ -188,52 +183,4 @@ func (p *ScanBackward) newTall() {
 	p.tallG = &g
 	p.tallK = newKernelRef("scan", name)
 	p.tallK.smem = int(g.smem)
-}
-
-// runTall queues the tall kernel's launches on s where the operands allow
-// it (done), as Run does for the row mapping: chunked, the two
-// forward-state passes for cumprod, cummax and cummin (the first fills
-// the look-back slots), otherwise the memset of the ticket counter (the
-// main launch's fill blocks fill the slots); then the main launch. L
-// holds the col layout of the operands (Run's), which it turns into the
-// tall kernel's; not done, L is left as it was.
-func (p *ScanBackward) runTall(s *driver.Stream, a *ScanArgs, L *scanLayout) (done bool, err error) {
-	g := p.tallG
-	outer, inner := tallShape(p.shape, p.axis)
-	vec, ok := tallLayout(a, L, p.desc.Op, int64(p.desc.DType.Size()), outer, inner)
-	if !ok {
-		return false, nil
-	}
-	lf, err := p.tallK.resolve(s.Context())
-	if err != nil {
-		if errors.Is(err, errNoBuild) {
-			return false, nil
-		}
-		return true, err
-	}
-	L.setGeom(g)
-	L.vec = 0
-	if vec {
-		L.vec = 1
-	}
-	if g.chunks > 1 {
-		if g.passes(p.desc.Op) {
-			L.phase = scanFwdTiles // a block per tile and batch
-			if err := p.launchWith(lf, s, a, L, g.grid, scanBlock, int(g.smem)); err != nil {
-				return true, err
-			}
-			L.phase = scanFwdPrefix // as the row mapping's
-			prefixBlocks := scanCeil(g.nslices, scanBlock)
-			if g.chunks >= scanPrefixWide {
-				prefixBlocks = g.nslices
-			}
-			if err := p.launchWith(lf, s, a, L, prefixBlocks, scanBlock, int(g.smem)); err != nil {
-				return true, err
-			}
-			L.phase = scanMain
-		} else if err := s.MemsetD8Async(a.Workspace.Slice(0, scanCounter), 0xff); err != nil {
-			return true, err
-		}
-	}
-	return true, p.launchWith(lf, s, a, L, g.grid, scanBlock, int(g.smem))
 }
