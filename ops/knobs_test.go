@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -21,6 +22,9 @@ var (
 // included, outside hidden and git-ignored build folders.
 func repoGoFiles(t *testing.T) map[string]string {
 	t.Helper()
+	if _, err := os.Stat(filepath.Join("..", "ops", "knobs.go")); errors.Is(err, fs.ErrNotExist) {
+		t.Skip("../ops/knobs.go is not here (a test binary run outside the repository): the source check needs the source tree")
+	}
 	files := map[string]string{}
 	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
