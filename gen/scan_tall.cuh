@@ -311,77 +311,77 @@ __device__ __forceinline__ void scan_backward_tall(const T* __restrict__ dy, con
 	// look-backs overlap, and in double opmath the two passes spill.
 	const bool split = !Op::fwd && sizeof(M) == 4 && chunked && rounds > 1;
 	for (int pass = split ? 0 : 1; pass < 2; ++pass) {
-	for (int rd = 0; rd < rounds; ++rd) {
-		const int j = rd * groups + grp;
-		const bool col = j < C;
-		int cnt = 0;
-		if (col && k0 < tk1) cnt = (int)(tk1 - k0 < items ? tk1 - k0 : items);
-		Run r;
-		r.init(k0, cnt, rev);
-		const int base = rbase + (col ? j : 0);
-		tall_get<T, N>(sm_g, base, C, cnt, rev, r.g, M(0));
-		if (Op::needs_x) tall_get<T, N>(sm_x, base, C, cnt, rev, r.xv, Op::template x_fill<M>());
-		if (Op::needs_y) {
-			// y before the run in scan order: in the tile's image, or (the
-			// run at the tile's end) in y; 0 at the slice's start (1 for a
-			// direct op, its c there), as ScanRun::load leaves it.
-			const i64 kb = rev ? k0 + cnt : k0 - 1;
-			M yb = Direct<Op>::on && cnt > 0 ? M(1) : M(0);
-			if (cnt > 0 && kb >= 0 && kb < L.n) {
-				if (kb >= tk0 && kb < tk1) {
-					const int lr = (int)(kb - tk0), rr = lr / items;
-					yb = to_op(sm_y[rr * P + (lr - rr * items) * C + j]);
-				} else {
-					yb = to_op(scan_ld(y + off(2) + (kb - tk0) * L.astride[2] + j));
+		for (int rd = 0; rd < rounds; ++rd) {
+			const int j = rd * groups + grp;
+			const bool col = j < C;
+			int cnt = 0;
+			if (col && k0 < tk1) cnt = (int)(tk1 - k0 < items ? tk1 - k0 : items);
+			Run r;
+			r.init(k0, cnt, rev);
+			const int base = rbase + (col ? j : 0);
+			tall_get<T, N>(sm_g, base, C, cnt, rev, r.g, M(0));
+			if (Op::needs_x) tall_get<T, N>(sm_x, base, C, cnt, rev, r.xv, Op::template x_fill<M>());
+			if (Op::needs_y) {
+				// y before the run in scan order: in the tile's image, or (the
+				// run at the tile's end) in y; 0 at the slice's start (1 for a
+				// direct op, its c there), as ScanRun::load leaves it.
+				const i64 kb = rev ? k0 + cnt : k0 - 1;
+				M yb = Direct<Op>::on && cnt > 0 ? M(1) : M(0);
+				if (cnt > 0 && kb >= 0 && kb < L.n) {
+					if (kb >= tk0 && kb < tk1) {
+						const int lr = (int)(kb - tk0), rr = lr / items;
+						yb = to_op(sm_y[rr * P + (lr - rr * items) * C + j]);
+					} else {
+						yb = to_op(scan_ld(y + off(2) + (kb - tk0) * L.astride[2] + j));
+					}
 				}
+				r.yb = yb;
+				tall_get<T, N>(sm_y, base, C, cnt, rev, r.yv, yb);
 			}
-			r.yb = yb;
-			tall_get<T, N>(sm_y, base, C, cnt, rev, r.yv, yb);
-		}
-#pragma unroll
-		for (int i = 0; i < N; ++i) r.g[i] = Op::grad(r.g[i]);
-		M f = Op::template fwd_identity<M>();
-		const bool fast = r.direct_ok();
-		if (Op::fwd) {
-			// The state before the run: the tile's prefix, the column's
-			// warps before this one and the lanes before it, in scan order.
-			M wt;
-			const M ex = warp_fwd_scan<Op>(r.fwd_total(), lane, rev, wt);
-			if (lane == 0) s_fwd[warp] = wt;
+	#pragma unroll
+			for (int i = 0; i < N; ++i) r.g[i] = Op::grad(r.g[i]);
+			M f = Op::template fwd_identity<M>();
+			const bool fast = r.direct_ok();
+			if (Op::fwd) {
+				// The state before the run: the tile's prefix, the column's
+				// warps before this one and the lanes before it, in scan order.
+				M wt;
+				const M ex = warp_fwd_scan<Op>(r.fwd_total(), lane, rev, wt);
+				if (lane == 0) s_fwd[warp] = wt;
+				__syncthreads();
+				if (chunked && col) f = __ldcg(&fwdbuf[q * L.nslices + a * C + j]);
+				if (rev) {
+					for (int w = wc - 1; w > wg; --w) f = Op::fwd_combine(f, s_fwd[grp * wc + w]);
+				} else {
+					for (int w = 0; w < wg; ++w) f = Op::fwd_combine(f, s_fwd[grp * wc + w]);
+				}
+				f = Op::fwd_combine(f, ex);
+			}
+			if (Op::mask_factors) r.quiet = __all_sync(0xffffffffu, cnt == 0 || !MaskTake<Op>::take(f, r.fwd_total()));
+			const bool plain = r.setup(fast, f, L);
+			Aff<M> wt;
+			const Aff<M> ex = warp_carry_scan<Op>(r.aggregate(plain), lane, rev, wt);
+			if (lane == 0) s_aff[rd][warp] = wt;
 			__syncthreads();
-			if (chunked && col) f = __ldcg(&fwdbuf[q * L.nslices + a * C + j]);
+			if (pass == 0) continue;
+			if (chunked && !split && warp == 0) chain(rd);
+			__syncthreads();
+			M v = chunked ? s_vin[rd][grp] : M(0);
+			// V after this warp: the column's warps upstream of it applied,
+			// farthest first.
 			if (rev) {
-				for (int w = wc - 1; w > wg; --w) f = Op::fwd_combine(f, s_fwd[grp * wc + w]);
+				for (int w = 0; w < wg; ++w) v = apply<Op>(s_aff[rd][grp * wc + w], v);
 			} else {
-				for (int w = 0; w < wg; ++w) f = Op::fwd_combine(f, s_fwd[grp * wc + w]);
+				for (int w = wc - 1; w > wg; --w) v = apply<Op>(s_aff[rd][grp * wc + w], v);
 			}
-			f = Op::fwd_combine(f, ex);
+			r.finish(apply<Op>(ex, v), plain);
+			tall_put<T, N>(sm_g, base, C, cnt, rev, r.g);
+			__syncthreads();
 		}
-		if (Op::mask_factors) r.quiet = __all_sync(0xffffffffu, cnt == 0 || !MaskTake<Op>::take(f, r.fwd_total()));
-		const bool plain = r.setup(fast, f, L);
-		Aff<M> wt;
-		const Aff<M> ex = warp_carry_scan<Op>(r.aggregate(plain), lane, rev, wt);
-		if (lane == 0) s_aff[rd][warp] = wt;
-		__syncthreads();
-		if (pass == 0) continue;
-		if (chunked && !split && warp == 0) chain(rd);
-		__syncthreads();
-		M v = chunked ? s_vin[rd][grp] : M(0);
-		// V after this warp: the column's warps upstream of it applied,
-		// farthest first.
-		if (rev) {
-			for (int w = 0; w < wg; ++w) v = apply<Op>(s_aff[rd][grp * wc + w], v);
-		} else {
-			for (int w = wc - 1; w > wg; --w) v = apply<Op>(s_aff[rd][grp * wc + w], v);
+		if (pass == 0) {
+			if (warp < rounds) chain(warp);
+			__syncthreads();
 		}
-		r.finish(apply<Op>(ex, v), plain);
-		tall_put<T, N>(sm_g, base, C, cnt, rev, r.g);
-		__syncthreads();
-	}
-	if (pass == 0) {
-		if (warp < rounds) chain(warp);
-		__syncthreads();
-	}
 	}
 	tall_store<T>(dx + off(3), sm_g, E, S, P, vec);
 }

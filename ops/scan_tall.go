@@ -31,8 +31,6 @@ const (
 	// the op reads): with the kernel's few hundred static bytes, below the
 	// 48 KiB a launch takes without an opt-in.
 	scanTallSmem = 46 << 10
-	// scanTallMaxRounds (generated, ops/zconsts.go) bounds the rounds of
-	// columns a tile's warps serve one after another.
 )
 
 // tallItems mirrors TallItems<T, Op>::N in gen/scan_tall.cuh: the most
@@ -63,10 +61,10 @@ func tallPitch(s, size int64) int64 {
 // chain one after another through the look-back, and the kernel's time
 // follows their count (docs/variants.md, "tall"), so it takes the tile
 // with the most rows (wc*32*items): of the warp counts that serve every
-// column in at most scanTallMaxRounds rounds, the one whose longest runs
-// (at most tallItems) that fit the operands into scanTallSmem make the
-// most rows, the fewer warps on a tie. ok is false where not even one
-// row a run fits.
+// column in at most scanTallMaxRounds rounds (SCAN_TALL_ROUNDS, generated
+// from the spec), the one whose longest runs (at most tallItems) that fit
+// the operands into scanTallSmem make the most rows, the fewer warps on a
+// tie. ok is false where not even one row a run fits.
 func tallPlan(op ScanOp, dt dtype.DType, c int64) (wc, items int64, ok bool) {
 	for w := int64(1); w <= scanWarps; w *= 2 {
 		if w > 1 && scanCeil(c, scanWarps/w) > scanTallMaxRounds {
