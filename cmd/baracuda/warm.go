@@ -132,8 +132,13 @@ func runJITWorkers(procs int, worker func(i int) *exec.Cmd, progress func(done, 
 				mu.Unlock()
 			}
 			if !said {
+				// A worker with no kernels ends without a word; where it
+				// is the last to report, the progress so far is complete.
 				mu.Lock()
 				reported++
+				if progress != nil && reported == procs {
+					progress(done, total)
+				}
 				mu.Unlock()
 			}
 			if err := cmd.Wait(); err != nil {
