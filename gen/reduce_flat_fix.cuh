@@ -5,6 +5,28 @@
 // seg kernel (red_block_total).
 #include "reduce_flat.cuh"
 
+// RedWide<Op, M>::type is the opmath in which the redo paths below form
+// a long slice's statistics: double for prod in float opmath. Float
+// partial products of factors near 1 drift: a product of two factors on
+// either side of 1 whose exact value lies just under a tie of the coarser
+// grid above 1 always rounds down, and thread and block partials of a
+// long slice stay near 1 (the product of the others of a slice of 10^6
+// factors near 1 came out 2.7e-3 low in float). A slice's sequential
+// product leaves 1 within a few factors and does not drift so.
+template <typename Op, typename M> struct RedWide {
+	typedef M type;
+};
+template <> struct RedWide<RedProd, float> {
+	typedef double type;
+};
+
+template <typename M, typename W> __device__ __forceinline__ RedAcc<M> red_narrow(const RedAcc<W>& a) {
+	return red_acc(M(a.a), a.z);
+}
+template <typename W, typename M> __device__ __forceinline__ RedAcc<W> red_widen(const RedAcc<M>& a) {
+	return red_acc(W(a.a), a.z);
+}
+
 // red_flat_redo rewrites slice s whose count says the provisional dx is
 // wrong and which neither the slots nor a wide mend cover (max/min with no
 // element equal to y; prod with one zero, which needs the product of the
@@ -15,12 +37,13 @@ template <typename T, typename Op>
 __device__ __noinline__ void red_flat_redo(const T* __restrict__ x, T* __restrict__ dx, typename OpMath<T>::type g,
 		typename OpMath<T>::type yv, double scale, i64 k, i64 xo, i64 xs, i64 dof, i64 ds) {
 	typedef typename OpMath<T>::type M;
+	typedef typename RedWide<Op, M>::type W;
 	const int lane = threadIdx.x & 31;
-	RedAcc<M> acc = Op::template init<M>();
+	RedAcc<W> acc = Op::template init<W>();
 #pragma unroll 4
-	for (i64 j = lane; j < k; j += 32) Op::accum(acc, to_op(x[xo + j * xs]), yv);
+	for (i64 j = lane; j < k; j += 32) Op::accum(acc, W(to_op(x[xo + j * xs])), W(yv));
 	red_warp_total<Op>(acc);
-	red_fix_rows<T, Op>(x + xo, dx + dof, Op::template slice<M>(g, yv, acc, scale, k), k, xs, ds);
+	red_fix_rows<T, Op>(x + xo, dx + dof, Op::template slice<M>(g, yv, red_narrow<M>(acc), scale, k), k, xs, ds);
 }
 
 // red_block_total (also the seg kernel's) combines v over the block's threads in a fixed order (a
@@ -54,7 +77,8 @@ template <typename T, typename Op>
 __device__ __forceinline__ void red_flat_regrid(const T* __restrict__ x, const T* __restrict__ y,
 		const T* __restrict__ dy, T* __restrict__ dx, void* __restrict__ ws, const ReduceLayout& L) {
 	typedef typename OpMath<T>::type M;
-	__shared__ RedAcc<M> sm[RED_BLOCK / 32];
+	typedef typename RedWide<Op, M>::type W;
+	__shared__ RedAcc<W> sm[RED_BLOCK / 32];
 	__shared__ int last;
 	const unsigned* cnt = static_cast<const unsigned*>(ws);
 	const RedRegrid rg = red_flat_regrid_ws<Op>(ws, L.slices);
@@ -70,11 +94,11 @@ __device__ __forceinline__ void red_flat_regrid(const T* __restrict__ x, const T
 		// Every element but the zero takes the context of the count alone.
 		const RedCtx<M> cq = Op::template slice<M>(g, yv, st, L.scale, L.k);
 		for (i64 u = blockIdx.x; u < nu; u += gridDim.x) {
-			RedAcc<M> acc = Op::template init<M>();
+			RedAcc<W> acc = Op::template init<W>();
 			const i64 j1 = min(L.k, (u + 1) * RED_REGRID_UNIT);
 			for (i64 j = u * RED_REGRID_UNIT + threadIdx.x; j < j1; j += RED_BLOCK) {
 				const M xv = to_op(x[o.x + j * xs]);
-				Op::accum(acc, xv, yv);
+				Op::accum(acc, W(xv), W(yv));
 				if (red_flag<Op>(xv, yv)) {
 					rg.zat[s] = j;
 				} else {
@@ -84,18 +108,18 @@ __device__ __forceinline__ void red_flat_regrid(const T* __restrict__ x, const T
 			__threadfence();  // zat before the block's arrival
 			acc = red_block_total<Op>(acc, sm);
 			if (threadIdx.x == 0) {
-				part[s * nu + u] = acc;
+				part[s * nu + u] = red_narrow<M>(acc);
 				__threadfence();
 				last = atomicAdd(rg.done + s, 1u) == (unsigned)(nu - 1);
 			}
 			__syncthreads();
 			if (last) {  // block-uniform: every unit of the slice is done
 				__threadfence();
-				RedAcc<M> t = Op::template init<M>();
-				for (i64 v = threadIdx.x; v < nu; v += RED_BLOCK) Op::combine(t, red_ldcg(part + s * nu + v));
+				RedAcc<W> t = Op::template init<W>();
+				for (i64 v = threadIdx.x; v < nu; v += RED_BLOCK) Op::combine(t, red_widen<W>(red_ldcg(part + s * nu + v)));
 				t = red_block_total<Op>(t, sm);
 				if (threadIdx.x == 0) {
-					const RedCtx<M> c = Op::template slice<M>(g, yv, t, L.scale, L.k);
+					const RedCtx<M> c = Op::template slice<M>(g, yv, red_narrow<M>(t), L.scale, L.k);
 					dx[o.dx + __ldcg(rg.zat + s) * ds] = from_op<T>(Op::elem(c, M(0)));
 				}
 			}
