@@ -1,8 +1,12 @@
 package ops
 
 import (
+	"errors"
 	"fmt"
 	"strings"
+	"testing"
+
+	"github.com/baracuda-go/baracuda/driver"
 )
 
 // Devices as DeviceFacts model them, for the policy tests: a V100 (no
@@ -25,6 +29,42 @@ type policyDev struct {
 // onV100A100H100 expects launches want on a V100, an A100 and an H100.
 func onV100A100H100(want string) []policyDev {
 	return []policyDev{{factsV100, want}, {factsA100, want}, {factsH100, want}}
+}
+
+// checkPolicyDevs checks that launches(dev, a) is each device's want in
+// devs (a policy table's row; plan names the row and its descriptor).
+func checkPolicyDevs[A any](t *testing.T, plan string, launches func(DeviceFacts, *A) ([]LaunchInfo, error), a *A, devs []policyDev) {
+	t.Helper()
+	for _, d := range devs {
+		ls, err := launches(d.facts, a)
+		if err != nil {
+			t.Errorf("%s on %d.%d, %d SMs: %v", plan, d.facts.Major, d.facts.Minor, d.facts.SMs, err)
+			continue
+		}
+		if got := launchString(ls); got != d.want {
+			t.Errorf("%s on %d.%d, %d SMs:\n got %s\nwant %s", plan, d.facts.Major, d.facts.Minor, d.facts.SMs, got, d.want)
+		}
+	}
+}
+
+// checkLaunchesEdges checks what every family's Launches does at its
+// edges: a plan of an empty tensor launches nothing; facts below compute
+// capability 7.0 are driver.ErrUnsupportedDevice, as loading a kernel
+// there is; operands whose dx is too short (Check's error) are
+// ErrBufferTooSmall.
+func checkLaunchesEdges[A any](t *testing.T, empty, plan func(DeviceFacts, *A) ([]LaunchInfo, error), shortDX *A) {
+	t.Helper()
+	if ls, err := empty(factsH100, nil); ls != nil || err != nil {
+		t.Errorf("empty tensor: %v, %v", ls, err)
+	}
+	old := factsV100
+	old.Major, old.Minor = 6, 1
+	if _, err := plan(old, nil); !errors.Is(err, driver.ErrUnsupportedDevice) {
+		t.Errorf("compute capability 6.1: %v, want ErrUnsupportedDevice", err)
+	}
+	if _, err := plan(factsH100, shortDX); !errors.Is(err, ErrBufferTooSmall) {
+		t.Errorf("short dx: %v, want ErrBufferTooSmall", err)
+	}
 }
 
 // launchString spells launches compactly: a memset as "memset<bytes>",

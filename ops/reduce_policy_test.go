@@ -117,18 +117,8 @@ func TestReducePolicyTable(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
-		a := c.args(p)
-		for _, d := range c.devs {
-			ls, err := p.Launches(d.facts, a)
-			if err != nil {
-				t.Errorf("%s on %d.%d, %d SMs: %v", c.name, d.facts.Major, d.facts.Minor, d.facts.SMs, err)
-				continue
-			}
-			if got := launchString(ls); got != d.want {
-				t.Errorf("%s (%s %s %v axis %d axes %v) on %d.%d, %d SMs:\n got %s\nwant %s", c.name, c.desc.Op, c.desc.DType,
-					c.desc.Shape, c.desc.Axis, c.desc.Axes, d.facts.Major, d.facts.Minor, d.facts.SMs, got, d.want)
-			}
-		}
+		plan := fmt.Sprintf("%s (%s %s %v axis %d axes %v)", c.name, c.desc.Op, c.desc.DType, c.desc.Shape, c.desc.Axis, c.desc.Axes)
+		checkPolicyDevs(t, plan, p.Launches, c.args(p), c.devs)
 	}
 }
 
@@ -140,23 +130,13 @@ func TestReduceLaunchesEdges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ls, err := empty.Launches(factsH100, nil); ls != nil || err != nil {
-		t.Errorf("empty tensor: %v, %v", ls, err)
-	}
 	p, err := NewReduceBackward(ReduceDesc{Op: ReduceVar, DType: dtype.F32, Shape: []int{64, 128, 32}, Axes: []int{0, 2}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	old := factsV100
-	old.Major, old.Minor = 6, 1
-	if _, err := p.Launches(old, nil); !errors.Is(err, driver.ErrUnsupportedDevice) {
-		t.Errorf("compute capability 6.1: %v, want ErrUnsupportedDevice", err)
-	}
 	a := reduceOperands(p, false, 0)
 	a.DX.Buf.Size = 16
-	if _, err := p.Launches(factsH100, a); !errors.Is(err, ErrBufferTooSmall) {
-		t.Errorf("short dx: %v, want ErrBufferTooSmall", err)
-	}
+	checkLaunchesEdges(t, empty.Launches, p.Launches, a)
 }
 
 // TestReduceLaunchesInvariants: over ops, dtypes, shapes, axis sets,

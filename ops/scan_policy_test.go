@@ -1,7 +1,6 @@
 package ops
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -106,18 +105,8 @@ func TestScanPolicyTable(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
-		a := c.args(p)
-		for _, d := range c.devs {
-			ls, err := p.Launches(d.facts, a)
-			if err != nil {
-				t.Errorf("%s on %d.%d, %d SMs: %v", c.name, d.facts.Major, d.facts.Minor, d.facts.SMs, err)
-				continue
-			}
-			if got := launchString(ls); got != d.want {
-				t.Errorf("%s (%s %s %v axis %d) on %d.%d, %d SMs:\n got %s\nwant %s", c.name, c.desc.Op, c.desc.DType,
-					c.desc.Shape, c.desc.Axis, d.facts.Major, d.facts.Minor, d.facts.SMs, got, d.want)
-			}
-		}
+		plan := fmt.Sprintf("%s (%s %s %v axis %d)", c.name, c.desc.Op, c.desc.DType, c.desc.Shape, c.desc.Axis)
+		checkPolicyDevs(t, plan, p.Launches, c.args(p), c.devs)
 	}
 }
 
@@ -129,23 +118,13 @@ func TestScanLaunchesEdges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ls, err := empty.Launches(factsH100, nil); ls != nil || err != nil {
-		t.Errorf("empty tensor: %v, %v", ls, err)
-	}
 	p, err := NewScanBackward(ScanDesc{Op: ScanCumsum, DType: dtype.F32, Shape: []int{1 << 15, 16}, Axis: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	old := factsV100
-	old.Major, old.Minor = 6, 1
-	if _, err := p.Launches(old, nil); !errors.Is(err, driver.ErrUnsupportedDevice) {
-		t.Errorf("compute capability 6.1: %v, want ErrUnsupportedDevice", err)
-	}
 	a := scanOperands(p, nil, 0)
 	a.DX.Buf.Size = 16
-	if _, err := p.Launches(factsH100, a); !errors.Is(err, ErrBufferTooSmall) {
-		t.Errorf("short dx: %v, want ErrBufferTooSmall", err)
-	}
+	checkLaunchesEdges(t, empty.Launches, p.Launches, a)
 }
 
 // TestScanLaunchesInvariants: over ops, dtypes, shapes and devices, every
