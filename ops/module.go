@@ -100,13 +100,6 @@ var compileKernel = func(ctx *driver.Context, module, name string) (*driver.Func
 	return mod.Function(name)
 }
 
-// deviceSMs is the multiprocessor count of ctx's device (a cached
-// attribute: no driver call).
-func deviceSMs(ctx *driver.Context) int {
-	n, _ := ctx.Device().SMCount()
-	return n
-}
-
 // loadedFunction is a kernel resolved in one context, with what the
 // launcher needs to size grids.
 type loadedFunction struct {
