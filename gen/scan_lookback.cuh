@@ -223,7 +223,7 @@ template <typename A, int K> struct WalkKeep {
 		__shared__ A s[K][32];
 		return s;
 	}
-	static __device__ __forceinline__ void put(int i, int lane, A a) {
+	static __device__ __forceinline__ void put(i64 i, int lane, A a) {
 		if (i < K) buf()[i][lane] = a;
 	}
 	static __device__ __forceinline__ bool get(i64 r, int G, int g0, A& a) {
@@ -233,7 +233,7 @@ template <typename A, int K> struct WalkKeep {
 	}
 };
 template <typename A> struct WalkKeep<A, 0> {
-	static __device__ __forceinline__ void put(int, int, A) {}
+	static __device__ __forceinline__ void put(i64, int, A) {}
 	static __device__ __forceinline__ bool get(i64, int, int, A&) { return false; }
 };
 
@@ -245,7 +245,6 @@ __device__ __noinline__ M window_chain(const Src src, i64 c, i64 chunks, bool ha
 	const bool last = c + 1 == chunks;  // nobody reads the last tile
 	if (has && j == 0 && c > 0 && !last) src.put_agg(c, tot);
 	i64 top = c - 1, d0 = -1;
-	int step = 0;
 	M v = v0;
 	bool walking = has && c > 0;
 	while (__any_sync(0xffffffffu, walking)) {
@@ -261,14 +260,13 @@ __device__ __noinline__ M window_chain(const Src src, i64 c, i64 chunks, bool ha
 		// A tile nearer than that one without its map yet: wait for it.
 		const bool wait = (none & (two ? (two & (0u - two)) - 1u : 0xffffffffu)) != 0u;
 		if (walking && !wait) {
-			Keep::put(step, lane, la);
+			Keep::put((c - 1 - top) / G, lane, la);
 			if (two) {
 				d0 = top - (at - g0);
 				v = iv;
 				walking = false;
 			} else {
 				top -= G;
-				++step;
 			}
 		} else if (walking) {
 			__nanosleep(32);
@@ -314,26 +312,28 @@ template <typename A, typename M> struct SlotSrc {
 };
 
 // chain_lookback runs in warp 0 of a chunked tile: every lane calls it;
-// G > 1 (float opmath): lanes in groups of G serve one slice each.
+// G > 1 (float opmath): lanes in groups of G serve one slice each, and the
+// walk keeps the maps of its first K steps (window_chain; one warp of a
+// block with K > 0).
 template <bool Window> struct ChainPick {
-	template <int G, typename A, typename M, typename F>
+	template <int G, int K, typename A, typename M, typename F>
 	static __device__ __forceinline__ M run(unsigned* flags, A* agg, M* incl, const ScanLayout& L, i64 c, bool has,
 			A tot, M v0, F fold) {
 		return ScanChain<sizeof(M) == 4>::run(flags, agg, incl, L, c, has, tot, v0, fold);
 	}
 };
 template <> struct ChainPick<true> {
-	template <int G, typename A, typename M, typename F>
+	template <int G, int K, typename A, typename M, typename F>
 	static __device__ __forceinline__ M run(unsigned*, A* agg, M* incl, const ScanLayout& L, i64 c, bool has, A tot,
 			M v0, F fold) {
-		return window_chain<G, 0>(SlotSrc<A, M>{agg, incl, L.nslices}, c, L.chunks, has, tot, v0, fold);
+		return window_chain<G, K>(SlotSrc<A, M>{agg, incl, L.nslices}, c, L.chunks, has, tot, v0, fold);
 	}
 };
 
-template <int G, typename A, typename M, typename F>
+template <int G, int K = 0, typename A, typename M, typename F>
 __device__ __forceinline__ M chain_lookback(unsigned* flags, A* agg, M* incl, const ScanLayout& L, i64 c, bool has,
 		A tot, M v0, F fold) {
-	return ChainPick<(G > 1 && sizeof(M) == 4)>::template run<G>(flags, agg, incl, L, c, has, tot, v0, fold);
+	return ChainPick<(G > 1 && sizeof(M) == 4)>::template run<G, K>(flags, agg, incl, L, c, has, tot, v0, fold);
 }
 
 // ApplyFold and FwdFold are chain_lookback's folds: the backward carry
@@ -371,7 +371,7 @@ template <bool Packed> struct Lookback {
 	template <typename Op, typename M, int G, int K>
 	static __device__ __forceinline__ M run(unsigned char* ws, const ScanLayout& L, i64 c, i64 unit, i64 s, bool has,
 			Aff<M> tot) {
-		return chain_lookback<G>(reinterpret_cast<unsigned*>(ws + L.ws_flags) + unit,
+		return chain_lookback<G, K>(reinterpret_cast<unsigned*>(ws + L.ws_flags) + unit,
 				reinterpret_cast<Aff<M>*>(ws + L.ws_agg) + s, reinterpret_cast<M*>(ws + L.ws_incl) + s, L, c,
 				has, tot, M(0), ApplyFold<Op>());
 	}
@@ -433,8 +433,8 @@ template <> struct Lookback<true> {
 
 // lookback chains the backward carry: tile c in carry order, tot its map;
 // returns V after the tile (V_in). G > 1: lanes in groups of G serve one
-// slice each (window_chain, float opmath); packed slots (cumsum) keep the
-// maps of the walk's first K steps in shared memory.
+// slice each (window_chain, float opmath), and the walk keeps the maps of
+// its first K steps in shared memory (packed slots or the ops' slots).
 template <typename Op, typename M, int G = 1, int K = 0>
 __device__ __forceinline__ M lookback(unsigned char* ws, const ScanLayout& L, i64 c, i64 unit, i64 s, bool has,
 		Aff<M> tot) {

@@ -4,13 +4,52 @@
 
 // ---- row mapping ---------------------------------------------------------
 
-// Cumsum's row look-back keeps the maps of its walk's first
-// SCAN_ROW_KEEP steps (32 tiles each) for its fold (window_chain), and
-// its threads prefetch their runs of the tile SCAN_ROW_AHEAD tiles later
-// in carry order into L2 before the walk: a tile's walk goes back a few
-// hundred tiles, and those loads are under way while it waits.
+// The row look-back keeps the maps of its walk's first SCAN_ROW_KEEP
+// steps (32 tiles each) for its fold (window_chain, WalkKeep), and its
+// threads prefetch their runs of the tile SCAN_ROW_AHEAD tiles later in
+// carry order into L2 before the walk, one prefetch per thread and array
+// the run loads (dy; x and y where the op reads them): a tile's walk goes
+// back a few hundred tiles, and those loads are under way while it
+// waits. Cumsum (packed slots) always does both; SCAN_ROW_FETCH_ALL and
+// SCAN_ROW_KEEP_ALL (0 or 1) say whether the other ops' row kernels
+// prefetch and keep too, so that either can be built without the other.
+// Neither changes a value: the prefetch is a hint, and the kept maps are
+// the bits the fold would read from the workspace.
 #define SCAN_ROW_KEEP 16
 #define SCAN_ROW_AHEAD 128
+#ifndef SCAN_ROW_FETCH_ALL
+#define SCAN_ROW_FETCH_ALL 1
+#endif
+#ifndef SCAN_ROW_KEEP_ALL
+#define SCAN_ROW_KEEP_ALL 1
+#endif
+
+// RowAhead<Op>: whether the op's row kernel prefetches, and how many
+// steps its walk keeps. Cumsum prefetches after its run's loads (late);
+// the others before theirs, where the addresses cost no registers held
+// across the loads (after them, cummax's f32 row kernel takes 76
+// registers instead of 64, a block per SM fewer).
+template <typename Op> struct RowAhead {
+	static constexpr bool fetch = PackedChain<Op>::on || SCAN_ROW_FETCH_ALL != 0;
+	static constexpr bool late = PackedChain<Op>::on;
+	static constexpr int keep = PackedChain<Op>::on || SCAN_ROW_KEEP_ALL != 0 ? SCAN_ROW_KEEP : 0;
+};
+
+// row_ahead asks L2 for the thread's run (from element k0 of tile q) in
+// the slice's tile SCAN_ROW_AHEAD later in carry order, in every array
+// the op loads (dy, then x and y where the op reads them). A prefetch is
+// a hint: every address is an element of its operand.
+template <typename Op, typename T>
+__device__ __forceinline__ void row_ahead(const T* __restrict__ dy, const T* __restrict__ x,
+		const T* __restrict__ y, const ScanLayout& L, const i64 (&off)[4], i64 q, i64 k0, i64 tile) {
+	const bool rev = L.reverse != 0;
+	const i64 qa = rev ? q + SCAN_ROW_AHEAD : q - SCAN_ROW_AHEAD;
+	const i64 ka = k0 + (qa - q) * tile;
+	if (qa < 0 || qa >= L.chunks || ka >= L.n) return;
+	asm volatile("prefetch.global.L2 [%0];" ::"l"(dy + off[0] + ka * L.astride[0]));
+	if (Op::needs_x) asm volatile("prefetch.global.L2 [%0];" ::"l"(x + off[1] + ka * L.astride[1]));
+	if (Op::needs_y) asm volatile("prefetch.global.L2 [%0];" ::"l"(y + off[2] + ka * L.astride[2]));
+}
 
 template <typename T, typename Op>
 __device__ __forceinline__ void scan_backward_row(const T* __restrict__ dy, const T* __restrict__ x,
@@ -90,14 +129,10 @@ __device__ __forceinline__ void scan_backward_row(const T* __restrict__ dy, cons
 		return;
 	}
 
+	if (RowAhead<Op>::fetch && !RowAhead<Op>::late && chunked && cnt > 0) row_ahead<Op>(dy, x, y, L, off, q, k0, tile);
 	r.init(k0, cnt, rev);
 	r.load(dy, x, y, L, off, vec);
-	if (PackedChain<Op>::on && chunked && cnt > 0) {
-		const i64 qa = rev ? q + SCAN_ROW_AHEAD : q - SCAN_ROW_AHEAD;
-		const i64 ka = k0 + (qa - q) * tile;
-		if (qa >= 0 && qa < L.chunks && ka < L.n)
-			asm volatile("prefetch.global.L2 [%0];" ::"l"(dy + off[0] + ka * L.astride[0]));
-	}
+	if (RowAhead<Op>::fetch && RowAhead<Op>::late && chunked && cnt > 0) row_ahead<Op>(dy, x, y, L, off, q, k0, tile);
 	M f = Op::template fwd_identity<M>();
 	const bool fast = r.direct_ok();
 	// The forward state only where a run needs it (a direct op's block
@@ -129,7 +164,7 @@ __device__ __forceinline__ void scan_backward_row(const T* __restrict__ dy, cons
 			const Aff<M> tot = TileMap<T, Op>::template of<M>(
 					SCAN_WARPS, [&](int i) { return s_aff[rev ? i : SCAN_WARPS - 1 - i]; }, 0);
 			scan_ws_wait(ws, L, ready);
-			const M vin = lookback<Op, M, 32, PackedChain<Op>::on ? SCAN_ROW_KEEP : 0>(ws, L, c, s, s, has, tot);
+			const M vin = lookback<Op, M, 32, RowAhead<Op>::keep>(ws, L, c, s, s, has, tot);
 			if (lane == 0) s_vin = vin;
 		}
 		__syncthreads();

@@ -125,6 +125,36 @@ func TestLongAxisScanGPU(t *testing.T) {
 	}
 }
 
+// TestLongRowScanGPU: every scan op, f32 and bf16, both directions, over
+// the sweep's long rows, [16777216] and [4, 4194304] along the last axis:
+// the row kernel's thousands of tiles a slice, whose look-back walks go
+// past the maps its shared buffer keeps and whose runs prefetch the tile
+// 128 later into L2.
+func TestLongRowScanGPU(t *testing.T) {
+	skipLongInQuick(t)
+	env := testEnv(t)
+	for _, op := range ops.ScanOps() {
+		for _, dt := range []dtype.DType{dtype.F32, dtype.BF16} {
+			for _, shape := range [][]int{{1 << 24}, {4, 1 << 22}} {
+				for _, reverse := range []bool{false, true} {
+					dir := "forward"
+					if reverse {
+						dir = "reverse"
+					}
+					axis := len(shape) - 1
+					t.Run(fmt.Sprintf("scan_bw_%s_%s/%v/axis%d/%s", op, dt.Suffix(), shape, axis, dir), func(t *testing.T) {
+						w, err := env.longScan(op, dt, shape, axis, reverse)
+						if err != nil {
+							t.Fatal(err)
+						}
+						w.report(t)
+					})
+				}
+			}
+		}
+	}
+}
+
 // longScan runs one long-axis scan case (ScanNormal inputs) and compares
 // every element with the reference.
 func (e *Env) longScan(op ops.ScanOp, dt dtype.DType, shape []int, axis int, reverse bool) (*longWorst, error) {
