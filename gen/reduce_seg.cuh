@@ -24,7 +24,7 @@
 // tile's partial statistics to ws[t] (and the provisional dx of max, min
 // and prod), the apply pass combines a slice's partials in an order fixed
 // by nchunks (so deterministic) and writes dx (for the provisional ops only
-// in the slices where the provisional dx is wrong). The other ops launch
+// in the chunks where the provisional dx is wrong). The other ops launch
 // the apply pass alone.
 #include "reduce_kernels.cuh"
 
@@ -70,25 +70,54 @@ __device__ __forceinline__ i64 red_seg_outer(i64 q, const ReduceLayout& L) {
 	return o;
 }
 
-// red_seg_each calls fp(o, e) for each 16-byte pack (o: the offset of its
-// first element, e: its first position less j0) of positions
-// [j0, j0+len) that this thread takes, with L.vec, else fs(o, e) for each
-// element; the block's threads take every
-// RED_BLOCK-th pack or element, first to last, or with Rev last to first
-// (the apply pass after a statistics pass: its first reads then hit what
-// the statistics pass left in L2, the ends of the chunks).
-template <typename T, bool Rev, typename FP, typename FS>
-__device__ __forceinline__ void red_seg_each(const ReduceLayout& L, i64 ko, i64 j0, i64 len, FP fp, FS fs) {
+// RED_SEG_BATCH is the 16-byte packs a thread of red_seg_each takes at a
+// time: it computes their offsets and issues their loads of x before it
+// hands any of them on, so that a thread keeps that many loads in flight
+// (handed on one at a time, each load waits for the previous pack's store).
+#define RED_SEG_BATCH 4
+
+// red_seg_each calls fp(o, e, v) for each 16-byte pack (o: the offset of
+// its first element, e: its first position less j0, v: the pack of x at o
+// where Load, else unset) of positions [j0, j0+len) that this thread
+// takes, with L.vec, else fs(o, e) for each element; the block's threads
+// take every RED_BLOCK-th pack or element, first to last, or with Rev last
+// to first (the apply pass after a statistics pass: its first reads then
+// hit what the statistics pass left in L2, the ends of the chunks). A
+// thread meets its packs in the same order either way; it loads them
+// RED_SEG_BATCH at a time.
+template <typename T, bool Rev, bool Load, typename FP, typename FS>
+__device__ __forceinline__ void red_seg_each(const T* __restrict__ x, const ReduceLayout& L, i64 ko, i64 j0, i64 len, FP fp, FS fs) {
 	constexpr int N = Pack<T>::N;
+	constexpr int U = RED_SEG_BATCH;
 	const int step = Rev ? -RED_BLOCK : RED_BLOCK;
 	if (L.vec) {
 		const i64 bp = L.kstride[1] / N;  // packs per segment
 		const i64 n = len / N;
 		const i64 p0 = j0 / N;
-#pragma unroll 4
-		for (i64 i = threadIdx.x, p = Rev ? p0 + n - 1 - threadIdx.x : p0 + threadIdx.x; i < n; i += RED_BLOCK, p += step) {
-			const i64 q = red_div(p, bp);
-			fp(ko + red_seg_outer(q, L) + (p - q * bp) * N, (p - p0) * N);
+		for (i64 i = threadIdx.x, p = Rev ? p0 + n - 1 - threadIdx.x : p0 + threadIdx.x; i < n; i += U * RED_BLOCK, p += U * step) {
+			// The offsets first, then the loads with no branch between
+			// them (a pack past the chunk's end loads pack 0's again,
+			// unused), so that they all issue before the first use.
+			i64 o[U];
+			Pack<T> v[U];
+#pragma unroll
+			for (int u = 0; u < U; ++u) {
+				if (u == 0 || i + u * RED_BLOCK < n) {
+					const i64 pu = p + u * step;
+					const i64 q = red_div(pu, bp);
+					o[u] = ko + red_seg_outer(q, L) + (pu - q * bp) * N;
+				} else {
+					o[u] = o[0];
+				}
+			}
+#pragma unroll
+			for (int u = 0; u < U; ++u) {
+				if (Load) v[u] = load_pack(x + o[u]);
+			}
+#pragma unroll
+			for (int u = 0; u < U; ++u) {
+				if (i + u * RED_BLOCK < n) fp(o[u], (p + u * step - p0) * N, v[u]);
+			}
 		}
 	} else {
 		const i64 bi = L.kstride[1], si = L.kstride[0];
@@ -141,9 +170,8 @@ __device__ __forceinline__ void reduce_seg(const T* __restrict__ x, const T* __r
 		if (stats) {
 			RedAcc<M> acc = Op::template init<M>();
 			const RedCtx<M> pc = Op::template slice<M>(g, yv, Op::template assumed<M>(), L.scale, L.k);
-			red_seg_each<T, false>(L, ko, j0, len,
-				[&](i64 o, i64) {
-					const Pack<T> v = load_pack(x + o);
+			red_seg_each<T, false, true>(x, L, ko, j0, len,
+				[&](i64 o, i64, const Pack<T>& v) {
 					Pack<T> r;
 #pragma unroll
 					for (int e = 0; e < N; ++e) {
@@ -165,13 +193,16 @@ __device__ __forceinline__ void reduce_seg(const T* __restrict__ x, const T* __r
 		RedAcc<M> total = Op::template init<M>();
 		if (Op::stats) {
 			total = red_seg_slice_total<Op>(ws, c, L.nchunks, sm);
-			if (prov && !Op::fix(total)) continue;
+			// A provisional slice is rewritten only where its total
+			// says the provisional dx is wrong, and then only in the
+			// chunks whose own partial needs it (fix_chunk: for max and
+			// min, those holding an element equal to y).
+			if (prov && (!Op::fix(total) || !Op::fix_chunk(total, ws[t]))) continue;
 		}
 		const RedCtx<M> cx = Op::template slice<M>(g, yv, total, L.scale, L.k);
-		red_seg_each<T, Op::stats>(L, ko, j0, len,
-			[&](i64 o, i64) {
-				Pack<T> v, r;
-				if (Op::needs_x) v = load_pack(x + o);
+		red_seg_each<T, Op::stats, Op::needs_x>(x, L, ko, j0, len,
+			[&](i64 o, i64, const Pack<T>& v) {
+				Pack<T> r;
 #pragma unroll
 				for (int e = 0; e < N; ++e) r.v[e] = from_op<T>(Op::elem(cx, Op::needs_x ? to_op(v.v[e]) : M(0)));
 				store_pack(dx + o, r);
@@ -180,22 +211,24 @@ __device__ __forceinline__ void reduce_seg(const T* __restrict__ x, const T* __r
 	}
 }
 
-// reduce_segc: var and std on the seg path as thread block clusters of
-// RED_SEG_CLUSTER blocks (compute capability 9.0; empty below it and for
-// the other ops, it is only launched from the compute_90 build): cluster c
+// reduce_segc: var and std (and max and min) on the seg path as thread
+// block clusters of RED_SEG_CLUSTER blocks (compute capability 9.0; empty
+// below it, it is only launched from the compute_90 build): cluster c
 // is slice c, block rank r its chunk r (L.chunk positions, L.nchunks ==
 // RED_SEG_CLUSTER, tiles = slices*RED_SEG_CLUSTER, one block per tile).
 // Each block keeps its chunk of x in dynamic shared memory, publishes its
 // partial sum, and after a cluster barrier combines the cluster's partials
 // in rank order (the same bits in every block) and writes dx from shared
-// memory: x is read once, where the two passes read it twice.
+// memory: x is read once, where the two passes read it twice. For max and
+// min the partials are tie counts (integers: dx has the two passes' bits),
+// and dx is written once, with no provisional dx to mend.
 template <typename T, typename Op>
 __device__ __forceinline__ void reduce_segc(const T* __restrict__ x, const T* __restrict__ y,
 		const T* __restrict__ dy, T* __restrict__ dx, void* __restrict__, const ReduceLayout& L) {
 #if __CUDA_ARCH__ >= 900
 	typedef typename OpMath<T>::type M;
 	constexpr int N = Pack<T>::N;
-	if (!Op::stats || Op::provisional) return;
+	if (!Op::stats) return;
 	__shared__ RedAcc<M> sm[RED_BLOCK / 32];
 	__shared__ RedAcc<M> pub;
 	T* buf = reinterpret_cast<T*>(red_dyn);
@@ -208,9 +241,8 @@ __device__ __forceinline__ void reduce_segc(const T* __restrict__ x, const T* __
 	const M yv = Op::needs_y ? to_op(y[c]) : M(0);
 	RedAcc<M> acc = Op::template init<M>();
 	// Position j0 + e of the slice is kept in buf[e].
-	red_seg_each<T, false>(L, ko, j0, len,
-		[&](i64 o, i64 e) {
-			const Pack<T> v = load_pack(x + o);
+	red_seg_each<T, false, true>(x, L, ko, j0, len,
+		[&](i64 o, i64 e, const Pack<T>& v) {
 			*reinterpret_cast<Pack<T>*>(buf + e) = v;
 #pragma unroll
 			for (int u = 0; u < N; ++u) Op::accum(acc, to_op(v.v[u]), yv);
@@ -233,8 +265,8 @@ __device__ __forceinline__ void reduce_segc(const T* __restrict__ x, const T* __
 	red_cluster_arrive();
 	const RedCtx<M> cx = Op::template slice<M>(g, yv, total, L.scale, L.k);
 	// Each thread reads back the elements it stored.
-	red_seg_each<T, false>(L, ko, j0, len,
-		[&](i64 o, i64 e) {
+	red_seg_each<T, false, false>(x, L, ko, j0, len,
+		[&](i64 o, i64 e, const Pack<T>&) {
 			const Pack<T> v = *reinterpret_cast<const Pack<T>*>(buf + e);
 			Pack<T> out;
 #pragma unroll

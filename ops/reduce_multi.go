@@ -28,7 +28,8 @@ import (
 //     twice, a statistics pass into the workspace and an apply pass, which
 //     combines each slice's partials in a fixed order; Var and Std on
 //     compute capability 9.0 may take its clustered form instead
-//     (reduceSegcEnv), which reads x once.
+//     (reduceSegcEnv; Max and Min under reduceSegcTiesEnv), which reads x
+//     once.
 
 // reduceMulti is a multi-axis plan's own state.
 type reduceMulti struct {
@@ -44,11 +45,16 @@ type reduceMulti struct {
 	// Several: the seg kernel and its layout (phase and vec set by Run).
 	segK *kernelRef
 	seg  reduceLayout
-	// Var and Std where a slice fits in a cluster's shared memory: the
-	// clustered seg kernel and its layout (nil where off).
+	// Var and Std (and Max and Min under reduceSegcTiesEnv) where a slice
+	// fits in a cluster's shared memory: the clustered seg kernel and its
+	// layout (nil where off).
 	segcK   *kernelRef
 	segc    reduceLayout
 	segcAny bool // ... whatever the grid (reduceSegcEnv)
+	// segFine: an op without statistics on the seg kernel in chunks of one
+	// batch of packs a thread (reduceSegFineEnv), Sum and Mean on a block
+	// per chunk.
+	segFine bool
 }
 
 // The clustered seg kernel (reduce_segc, compute capability 9.0, its own
@@ -67,6 +73,29 @@ type reduceMulti struct {
 // "always" takes it whatever the grid (so that tests reach it with small
 // tensors). It is a kernel developer's knob; users leave it unset.
 const reduceSegcEnv = "BARACUDA_REDUCE_SEGC"
+
+// reduceSegFineEnv, read when a plan is made: "always" cuts the seg
+// kernel's slices of an op without statistics into chunks of
+// segBatch packs a thread (segFineGeometry), Sum and Mean (which only
+// write dx) on a block per chunk rather than the grid of resident blocks:
+// many short tiles, so that the last wave holds little of the work. Unset
+// or "never", such ops keep segGeometry's chunks. It is a kernel
+// developer's knob; users leave it unset.
+const reduceSegFineEnv = "BARACUDA_REDUCE_SEGFINE"
+
+// reduceSegcTiesEnv, read when a plan is made: "always" gives Max and Min
+// the clustered seg kernel too (under reduceSegcEnv's rules, as Var and
+// Std): one launch that counts a slice's ties in the cluster and writes dx
+// from shared memory, where the seg kernel's statistics pass writes a
+// provisional dx and its apply pass rewrites the chunks of slices with
+// ties (or with none equal to y). Its dx has the seg kernel's bits (the
+// counts are integers). Unset or "never", Max and Min keep the two passes.
+// It is a kernel developer's knob; users leave it unset.
+const reduceSegcTiesEnv = "BARACUDA_REDUCE_SEGC_TIES"
+
+// segBatch is the 16-byte packs a thread takes in one batch of the seg
+// kernel's loop (RED_SEG_BATCH in gen/reduce_seg.cuh).
+const segBatch = 4
 
 // redPhaseSegStats is RED_PHASE_SEG_STATS: the seg kernel's statistics pass.
 const redPhaseSegStats = 3
@@ -194,6 +223,10 @@ func newReduceMulti(id planID, desc ReduceDesc, axes []int, numel int64) (*Reduc
 	L := &m.seg
 	L.k, L.slices, L.scale = m.n, p.slices, p.scale
 	L.chunk, L.nchunks = segGeometry(p.slices, m.n, desc.DType.Size())
+	if !desc.Op.hasStats() && knob(reduceSegFineEnv) == "always" {
+		m.segFine = true
+		L.chunk, L.nchunks = segFineGeometry(m.n, desc.DType.Size())
+	}
 	L.tiles = p.slices * L.nchunks
 	// Row-major strides of the coalesced groups, then the kept groups and
 	// the outer reduced groups outermost first; the innermost reduced group
@@ -222,7 +255,8 @@ func newReduceMulti(id planID, desc ReduceDesc, axes []int, numel int64) (*Reduc
 	if desc.Op.hasStats() {
 		p.ws = (L.tiles*redAccSize(desc.DType) + 15) &^ 15
 	}
-	if mode := knob(reduceSegcEnv); stripOp(desc.Op) && mode != "never" {
+	segcOp := stripOp(desc.Op) || (desc.Op == ReduceMax || desc.Op == ReduceMin) && knob(reduceSegcTiesEnv) == "always"
+	if mode := knob(reduceSegcEnv); segcOp && mode != "never" {
 		size := int64(desc.DType.Size())
 		np := 16 / size
 		chunk := ceilDiv(ceilDiv(m.n, redSegCluster), np) * np
@@ -260,6 +294,16 @@ func segGeometry(c, n int64, size int) (chunk, nchunks int64) {
 	nc = min(nc, n/(redBlock*4*np), segMaxChunks)
 	nc = max(nc, 1)
 	chunk = ceilDiv(ceilDiv(n, nc), np) * np
+	return chunk, ceilDiv(n, chunk)
+}
+
+// segFineGeometry cuts a slice of n elements of size bytes into chunks
+// of segBatch 16-byte packs for each of a block's threads (the last
+// chunk shorter), or one chunk of n rounded up to a pack where n is
+// shorter than that.
+func segFineGeometry(n int64, size int) (chunk, nchunks int64) {
+	np := int64(16 / size)
+	chunk = min(redBlock*segBatch*np, ceilDiv(n, np)*np)
 	return chunk, ceilDiv(n, chunk)
 }
 

@@ -1,0 +1,186 @@
+package ops
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/baracuda-go/baracuda/dtype"
+)
+
+// segBatchWalk models red_seg_each's packed loop (gen/reduce_seg.cuh) for
+// a chunk of n packs from pack p0: thread tid takes every redBlock-th pack,
+// first to last or with rev last to first, segBatch at a time. It calls
+// visit(pack, e) for each pack the thread hands on (e: its first position
+// less the chunk's, in elements of np a pack) and load(pack) for each pack
+// whose load it issues (unused ones past the chunk's end included).
+func segBatchWalk(tid, n, p0, np int64, rev bool, visit func(p, e int64), load func(p int64)) {
+	step := int64(redBlock)
+	if rev {
+		step = -step
+	}
+	p := p0 + tid
+	if rev {
+		p = p0 + n - 1 - tid
+	}
+	for i := tid; i < n; i, p = i+segBatch*redBlock, p+segBatch*step {
+		var o [segBatch]int64
+		for u := range int64(segBatch) {
+			o[u] = o[0]
+			if u == 0 || i+u*redBlock < n {
+				o[u] = p + u*step
+			}
+		}
+		for u := range segBatch {
+			load(o[u])
+		}
+		for u := range int64(segBatch) {
+			if i+u*redBlock < n {
+				visit(o[u], (p+u*step-p0)*np)
+			}
+		}
+	}
+}
+
+// TestReduceSegBatchWalk: every pack of a chunk is handed on once, by the
+// thread and in the order of the unbatched walk, with its position, and
+// every load stays inside the chunk.
+func TestReduceSegBatchWalk(t *testing.T) {
+	for _, n := range []int64{0, 1, 7, 255, 256, 257, 1023, 1024, 1025, 3136, 4095, 4096, 4097, 6273} {
+		for _, rev := range []bool{false, true} {
+			const p0, np = 37, 8
+			seen := make([]int, n)
+			for tid := int64(0); tid < redBlock; tid++ {
+				// The unbatched walk's order for this thread.
+				var want []int64
+				for i := tid; i < n; i += redBlock {
+					if rev {
+						want = append(want, p0+n-1-i)
+					} else {
+						want = append(want, p0+i)
+					}
+				}
+				k := 0
+				segBatchWalk(tid, n, p0, np, rev, func(p, e int64) {
+					if k >= len(want) || p != want[k] || e != (p-p0)*np {
+						t.Fatalf("n %d rev %v thread %d: pack %d (e %d) at step %d, want %v", n, rev, tid, p, e, k, want)
+					}
+					k++
+					seen[p-p0]++
+				}, func(p int64) {
+					if p < p0 || p >= p0+n {
+						t.Fatalf("n %d rev %v thread %d: loads pack %d outside [%d, %d)", n, rev, tid, p, p0, p0+n)
+					}
+				})
+				if k != len(want) {
+					t.Fatalf("n %d rev %v thread %d: %d packs, want %d", n, rev, tid, k, len(want))
+				}
+			}
+			for j, c := range seen {
+				if c != 1 {
+					t.Fatalf("n %d rev %v: pack %d handed on %d times", n, rev, j, c)
+				}
+			}
+		}
+	}
+}
+
+// TestReduceSegFine: under reduceSegFineEnv=always the ops without
+// statistics cut slices into chunks of segBatch packs a thread that
+// cover each slice once (the walk cases' offsets), Sum and Mean launch a
+// block per tile, and the ops with statistics keep segGeometry.
+func TestReduceSegFine(t *testing.T) {
+	bench := []int{32, 256, 56, 56}
+	p, err := NewReduceBackward(ReduceDesc{Op: ReduceSum, DType: dtype.BF16, Shape: bench, Axes: []int{0, 2, 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.multi.segFine || p.multi.seg.nchunks != 4 {
+		t.Fatalf("default: fine %v, layout %+v", p.multi.segFine, p.multi.seg)
+	}
+	t.Setenv(reduceSegFineEnv, "always")
+	for _, op := range []ReduceOp{ReduceSum, ReduceMean, ReduceNorm2, ReduceMax, ReduceVar} {
+		for _, dt := range []dtype.DType{dtype.BF16, dtype.F32} {
+			p, err := NewReduceBackward(ReduceDesc{Op: op, DType: dt, Shape: bench, Axes: []int{0, 2, 3}, Correction: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			L, np := p.multi.seg, int64(16/dt.Size())
+			if p.multi.segFine != !op.hasStats() {
+				t.Fatalf("%s %s: fine %v", op, dt, p.multi.segFine)
+			}
+			if !p.multi.segFine {
+				if c, nc := segGeometry(L.slices, L.k, dt.Size()); L.chunk != c || L.nchunks != nc {
+					t.Fatalf("%s %s: layout %+v, want segGeometry's", op, dt, L)
+				}
+				continue
+			}
+			if L.chunk != redBlock*segBatch*np || L.nchunks != ceilDiv(32*3136, L.chunk) || L.tiles != 256*L.nchunks {
+				t.Fatalf("%s %s: layout %+v", op, dt, L)
+			}
+			pl, err := p.Launches(factsH100, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(pl) != 1 || pl[0].Grid > L.tiles || !op.needsSaved() && pl[0].Grid != L.tiles {
+				t.Fatalf("%s %s: launches %+v, want one of %d blocks (at most, for %s)", op, dt, pl, L.tiles, op)
+			}
+		}
+	}
+	for _, c := range []walkCase{
+		{[]int{4, 16, 28, 28}, []int{0, 2, 3}}, {[]int{3, 5, 33}, []int{0, 2}}, {[]int{2, 3, 2, 3, 2}, []int{0, 2, 4}},
+		{[]int{16, 4, 4096}, []int{0, 2}}, {[]int{64, 2, 3000}, []int{0, 2}}, {[]int{2, 3, 9000}, []int{0, 2}},
+	} {
+		for _, dt := range []dtype.DType{dtype.F32, dtype.BF16, dtype.F64} {
+			p, err := NewReduceBackward(ReduceDesc{Op: ReduceSum, DType: dt, Shape: c.shape, Axes: c.axes})
+			if err != nil || p.Path() != "seg" || !p.multi.segFine {
+				t.Fatalf("%v over %v: %v, path %q", c.shape, c.axes, err, p.Path())
+			}
+			L := &p.multi.seg
+			if L.nchunks*L.slices != L.tiles || L.chunk*L.nchunks < L.k || L.chunk*(L.nchunks-1) >= L.k {
+				t.Fatalf("%v over %v: layout %+v", c.shape, c.axes, *L)
+			}
+		}
+	}
+}
+
+// TestReduceSegcTies: Max and Min take the clustered seg kernel only under
+// reduceSegcTiesEnv=always (and not where reduceSegcEnv says never), with
+// the cut Var takes; Prod never does.
+func TestReduceSegcTies(t *testing.T) {
+	desc := func(op ReduceOp) ReduceDesc {
+		return ReduceDesc{Op: op, DType: dtype.BF16, Shape: []int{32, 256, 56, 56}, Axes: []int{0, 2, 3}, Correction: 1}
+	}
+	p, err := NewReduceBackward(desc(ReduceMax))
+	if err != nil || p.multi.segcK != nil {
+		t.Fatalf("default: %v, %+v", err, p.multi)
+	}
+	t.Setenv(reduceSegcTiesEnv, "always")
+	pv, err := NewReduceBackward(desc(ReduceVar))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, op := range []ReduceOp{ReduceMax, ReduceMin} {
+		p, err := NewReduceBackward(desc(op))
+		if err != nil || p.multi.segcK == nil || p.multi.segc.chunk != pv.multi.segc.chunk || p.multi.segc.tiles != pv.multi.segc.tiles || p.multi.segcK.smem != pv.multi.segcK.smem ||
+			!strings.HasSuffix(p.Kernel().Name, "_segc") {
+			t.Fatalf("%s: %v, %+v", op, err, p.multi)
+		}
+		pl, err := p.Launches(factsH100, nil)
+		if err != nil || len(pl) != 1 || !strings.HasSuffix(pl[0].Kernel, "_segc") || pl[0].Grid != 256*redSegCluster {
+			t.Fatalf("%s: %v, launches %+v", op, err, pl)
+		}
+		pl, err = p.Launches(factsA100, nil)
+		if err != nil || len(pl) != 2 || !strings.HasSuffix(pl[0].Kernel, "_seg") {
+			t.Fatalf("%s on 8.0: %v, launches %+v", op, err, pl)
+		}
+	}
+	p, err = NewReduceBackward(desc(ReduceProd))
+	if err != nil || p.multi.segcK != nil {
+		t.Fatalf("prod: %v, %+v", err, p.multi)
+	}
+	t.Setenv(reduceSegcEnv, "never")
+	p, err = NewReduceBackward(desc(ReduceMax))
+	if err != nil || p.multi.segcK != nil {
+		t.Fatalf("never: %v, %+v", err, p.multi)
+	}
+}
