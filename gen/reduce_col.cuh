@@ -96,20 +96,28 @@ template <typename M> __device__ __forceinline__ int* red_one_counters(RedAcc<M>
 // red_col_fold combines each of the thread's V statistics over the H
 // threads of its column of the block (shared memory, h in index order: a
 // fixed order) and returns the result to all H of them (H <= HMax). Every
-// thread of the block calls it.
-template <typename Op, int V, int HMax, typename M>
-__device__ __forceinline__ void red_col_fold(RedAcc<M> (&acc)[V], const ReduceLayout& L, int sl, RedAcc<M>* sm) {
+// thread of the block calls it. The statistics are in opmath A (RedWide's
+// type), their entries in sm in M (red_narrow), combined in A.
+template <typename Op, int V, int HMax, typename A, typename M>
+__device__ __forceinline__ void red_col_fold(RedAcc<A> (&acc)[V], const ReduceLayout& L, int sl, RedAcc<M>* sm) {
 	const int H = L.group;
 	const int W = RED_BLOCK / H;
 #pragma unroll
-	for (int v = 0; v < V; ++v) sm[v * RED_BLOCK + threadIdx.x] = acc[v];
+	for (int v = 0; v < V; ++v) RedPut<M>::put(sm[v * RED_BLOCK + threadIdx.x], acc[v]);
 	__syncthreads();
 #pragma unroll
 	for (int v = 0; v < V; ++v) {
-		RedAcc<M> tot = sm[v * RED_BLOCK + sl];
+		RedAcc<A> tot = red_widen<A>(sm[v * RED_BLOCK + sl]);
+		if (sizeof(A) == sizeof(M)) {
 #pragma unroll
-		for (int h = 1; h < HMax; ++h) {
-			if (h < H) Op::combine(tot, sm[v * RED_BLOCK + h * W + sl]);
+			for (int h = 1; h < HMax; ++h) {
+				if (h < H) Op::combine(tot, red_widen<A>(sm[v * RED_BLOCK + h * W + sl]));
+			}
+		} else {
+			// A wide fold unrolled keeps every entry's conversion live
+			// at once (prod f32 stats: 120 registers instead of 81).
+#pragma unroll 1
+			for (int h = 1; h < H; ++h) Op::combine(tot, red_widen<A>(sm[v * RED_BLOCK + h * W + sl]));
 		}
 		acc[v] = tot;
 	}
@@ -124,8 +132,8 @@ __device__ __forceinline__ void red_col_fold(RedAcc<M> (&acc)[V], const ReduceLa
 // the totals of the thread's V slices. Tiles take tickets in order, so a
 // tile only waits on tiles that hold tickets, which are running: the
 // launcher makes sure that nchunks blocks fit on the GPU at once.
-template <typename Op, int V, typename M>
-__device__ __forceinline__ void red_one_totals(RedAcc<M> (&acc)[V], RedAcc<M>* __restrict__ ws, const ReduceLayout& L,
+template <typename Op, int V, typename A, typename M>
+__device__ __forceinline__ void red_one_totals(RedAcc<A> (&acc)[V], RedAcc<M>* __restrict__ ws, const ReduceLayout& L,
 		i64 st, i64 s0, bool active, int sl, int kt, RedAcc<M>* sm) {
 	const int H = L.group;
 	int* arrive = red_one_counters(ws, L) + 1 + st;
@@ -139,11 +147,11 @@ __device__ __forceinline__ void red_one_totals(RedAcc<M> (&acc)[V], RedAcc<M>* _
 	}
 	__syncthreads();
 #pragma unroll
-	for (int v = 0; v < V; ++v) acc[v] = Op::template init<M>();
+	for (int v = 0; v < V; ++v) acc[v] = Op::template init<A>();
 	if (active) {
 		for (int c = kt; c < nc; c += H) {
 #pragma unroll
-			for (int v = 0; v < V; ++v) Op::combine(acc[v], red_ldcg(ws + (i64)c * L.slices + s0 + v));
+			for (int v = 0; v < V; ++v) Op::combine(acc[v], red_widen<A>(red_ldcg(ws + (i64)c * L.slices + s0 + v)));
 		}
 	}
 	red_col_fold<Op, V, 8>(acc, L, sl, sm);
@@ -199,22 +207,22 @@ __device__ __forceinline__ void red_cluster_wait() {}
 // arrives at the cluster barrier a second time once its reads are done;
 // the kernel waits on it before it exits, so that no block's shared
 // memory goes while another block may still read it.
-template <typename Op, int V, typename M>
-__device__ __forceinline__ void red_cluster_totals(RedAcc<M> (&acc)[V], RedAcc<M> (&own)[V], bool active, int sl,
+template <typename Op, int V, typename A, typename M>
+__device__ __forceinline__ void red_cluster_totals(RedAcc<A> (&acc)[V], RedAcc<A> (&own)[V], bool active, int sl,
 		int kt, RedAcc<M>* sm) {
 #pragma unroll
 	for (int v = 0; v < V; ++v) {
 		own[v] = acc[v];
-		if (kt == 0) sm[v * RED_BLOCK + sl] = acc[v];
+		if (kt == 0) sm[v * RED_BLOCK + sl] = red_narrow<M>(acc[v]);
 	}
 	red_cluster_arrive();
 	red_cluster_wait();
 	if (active) {
 #pragma unroll
 		for (int v = 0; v < V; ++v) {
-			RedAcc<M> tot = red_dsmem(sm + v * RED_BLOCK + sl, 0);
+			RedAcc<A> tot = red_widen<A>(red_dsmem(sm + v * RED_BLOCK + sl, 0));
 #pragma unroll
-			for (int r = 1; r < RED_CLUSTER_BLOCKS; ++r) Op::combine(tot, red_dsmem(sm + v * RED_BLOCK + sl, r));
+			for (int r = 1; r < RED_CLUSTER_BLOCKS; ++r) Op::combine(tot, red_widen<A>(red_dsmem(sm + v * RED_BLOCK + sl, r)));
 			acc[v] = tot;
 		}
 	}
@@ -230,6 +238,11 @@ __device__ __forceinline__ void red_col_tile(const T* __restrict__ x, const T* _
 		const T* __restrict__ dy, T* __restrict__ dx, RedAcc<typename OpMath<T>::type>* __restrict__ ws,
 		const ReduceLayout& L, i64 t, RedAcc<typename OpMath<T>::type>* sm) {
 	typedef typename OpMath<T>::type M;
+	// The statistics' opmath: RedWide's where the tile forms the partials
+	// of one of several chunks of its slices or combines them (a fused
+	// tile's H <= 8 threads each form a sequential run of a slice, whose
+	// product does not drift; the apply pass reads red_total's totals).
+	typedef typename RedWide<Op, M, Pass != RED_FUSED && Pass != RED_APPLY>::type A;
 	constexpr bool prov = Op::provisional && Pass != RED_ONE;
 	const int H = L.group;
 	const int W = RED_BLOCK / H;
@@ -257,9 +270,9 @@ __device__ __forceinline__ void red_col_tile(const T* __restrict__ x, const T* _
 	const T* xs = Op::needs_x ? x + o.x + j0 * kx : x;
 	T* ds = dx + o.dx + j0 * kd;
 
-	RedAcc<M> acc[V];
+	RedAcc<A> acc[V];
 #pragma unroll
-	for (int v = 0; v < V; ++v) acc[v] = Op::template init<M>();
+	for (int v = 0; v < V; ++v) acc[v] = Op::template init<A>();
 	if (Op::stats && Pass != RED_APPLY && active) {
 		RedCtx<M> pc[V];
 #pragma unroll
@@ -272,7 +285,7 @@ __device__ __forceinline__ void red_col_tile(const T* __restrict__ x, const T* _
 #pragma unroll
 			for (int v = 0; v < V; ++v) {
 				const M xm = to_op(xv.v[v]);
-				Op::accum(acc[v], xm, yv[v]);
+				Op::accum(acc[v], A(xm), A(yv[v]));
 				if (prov) r.v[v] = from_op<T>(Op::elem(pc[v], xm));
 			}
 			if (prov) red_vstore<T, V>(d, r);
@@ -283,7 +296,11 @@ __device__ __forceinline__ void red_col_tile(const T* __restrict__ x, const T* _
 			// A batch's loads all go out before its arithmetic: in a
 			// plain unrolled loop prod's divisions (their slow-path
 			// branches) hold the later loads back.
-			constexpr int U = RedColUnroll<T, V>::n;
+			// With wide statistics (RedWide) and 16-byte accesses a
+			// batch is 2 (32 bytes in flight, as with narrower ones):
+			// 4 would take prod f32's stats kernel to 81 registers, two
+			// blocks an SM instead of three.
+			constexpr int U = sizeof(A) > sizeof(M) && V * sizeof(T) >= 16 ? 2 : RedColUnroll<T, V>::n;
 			for (; n >= U; n -= U, xp += U * H * kx, dp += U * H * kd, bp += U * H * W) {
 				RedVec<T, V> xb[U];
 #pragma unroll
@@ -299,7 +316,7 @@ __device__ __forceinline__ void red_col_tile(const T* __restrict__ x, const T* _
 	if (Op::stats && Pass == RED_APPLY) {
 		if (active) {
 #pragma unroll
-			for (int v = 0; v < V; ++v) acc[v] = ws[L.slices * L.nchunks + s0 + v];  // red_total's
+			for (int v = 0; v < V; ++v) RedPut<A>::put(acc[v], ws[L.slices * L.nchunks + s0 + v]);  // red_total's
 			if (prov) {
 				// The apply pass of a provisional op mends: only a tile
 				// whose provisional dx can be wrong is rewritten (its
@@ -307,18 +324,18 @@ __device__ __forceinline__ void red_col_tile(const T* __restrict__ x, const T* _
 				need = false;
 #pragma unroll
 				for (int v = 0; v < V; ++v) {
-					need = need || (Op::fix(acc[v]) && Op::fix_chunk(acc[v], ws[c * L.slices + s0 + v]));
+					need = need || (Op::fix(acc[v]) && Op::fix_chunk(acc[v], red_widen<A>(ws[c * L.slices + s0 + v])));
 				}
 			}
 		}
 	} else if (Op::stats) {
 		red_col_fold<Op, V, Pass == RED_CLUSTER ? RED_CLUSTER_HMAX : 8>(acc, L, sl, sm);
-		RedAcc<M> own[V];
+		RedAcc<A> own[V];
 		if (Pass == RED_CLUSTER) red_cluster_totals<Op, V>(acc, own, active, sl, kt, sm);
 		if (Pass == RED_STATS || Pass == RED_ONE) {
 			if (active && kt == 0) {
 #pragma unroll
-				for (int v = 0; v < V; ++v) ws[c * L.slices + s0 + v] = acc[v];
+				for (int v = 0; v < V; ++v) RedPut<M>::put(ws[c * L.slices + s0 + v], acc[v]);
 			}
 			if (Pass == RED_STATS) return;
 			red_one_totals<Op, V>(acc, ws, L, st, s0, active, sl, kt, sm);
@@ -334,7 +351,7 @@ __device__ __forceinline__ void red_col_tile(const T* __restrict__ x, const T* _
 	if (!active || !need) return;
 	RedCtx<M> cx[V];
 #pragma unroll
-	for (int v = 0; v < V; ++v) cx[v] = Op::template slice<M>(g[v], yv[v], acc[v], L.scale, L.k);
+	for (int v = 0; v < V; ++v) cx[v] = Op::template slice<M>(g[v], yv[v], red_narrow<M>(acc[v]), L.scale, L.k);
 	const T* xp = xs + kt * kx;
 	T* dp = ds + kt * kd;
 	const RedVec<T, V>* bp = red_one_buf<T, V>() + kt * W + sl;

@@ -5,28 +5,6 @@
 // seg kernel (red_block_total).
 #include "reduce_flat.cuh"
 
-// RedWide<Op, M>::type is the opmath in which the redo paths below form
-// a long slice's statistics: double for prod in float opmath. Float
-// partial products of factors near 1 drift: a product of two factors on
-// either side of 1 whose exact value lies just under a tie of the coarser
-// grid above 1 always rounds down, and thread and block partials of a
-// long slice stay near 1 (the product of the others of a slice of 10^6
-// factors near 1 came out 2.7e-3 low in float). A slice's sequential
-// product leaves 1 within a few factors and does not drift so.
-template <typename Op, typename M> struct RedWide {
-	typedef M type;
-};
-template <> struct RedWide<RedProd, float> {
-	typedef double type;
-};
-
-template <typename M, typename W> __device__ __forceinline__ RedAcc<M> red_narrow(const RedAcc<W>& a) {
-	return red_acc(M(a.a), a.z);
-}
-template <typename W, typename M> __device__ __forceinline__ RedAcc<W> red_widen(const RedAcc<M>& a) {
-	return red_acc(W(a.a), a.z);
-}
-
 // red_flat_redo rewrites slice s whose count says the provisional dx is
 // wrong and which neither the slots nor a wide mend cover (max/min with no
 // element equal to y; prod with one zero, which needs the product of the

@@ -203,6 +203,54 @@ template <> struct RedZeroQuot<RedProd> {
 	}
 };
 
+// RedWide<Op, M>::type is the opmath in which the paths that split a
+// slice (the col and row statistics passes and their totals, the cluster
+// kernel, the seg kernel, the flat path's redo of a few long slices) form
+// its statistics:
+// double for prod in float opmath, M otherwise. Float partial products of
+// factors near 1 drift: a product of two factors on either side of 1 whose
+// exact value lies just under a tie of the coarser grid above 1 always
+// rounds down, and thread and block partials of a long slice stay near 1
+// (the product of the others of a slice of 10^6 factors near 1 came out
+// 1.5e-3 to 2.7e-3 low in float). A slice's sequential product leaves 1
+// within a few factors and does not drift so. Partials in shared memory
+// and in the workspace stay RedAcc<M> (red_narrow, RedPut: one rounding
+// each, no products in float); they are combined in the wide type
+// (red_widen). On false keeps M (the kernels that take a whole slice per
+// tile, whose threads' runs are sequential: see red_col_tile,
+// red_row_tile).
+template <typename Op, typename M, bool On = true> struct RedWide {
+	typedef M type;
+};
+template <> struct RedWide<RedProd, float, true> {
+	typedef double type;
+};
+
+// RedConv<To>::conv(a) is a in opmath To; where a is in To already, a
+// itself (no copy: an op whose RedWide type is M keeps the code of plain
+// reads and assignments).
+template <typename To> struct RedConv {
+	template <typename From> __device__ __forceinline__ static RedAcc<To> conv(const RedAcc<From>& a) {
+		return red_acc(To(a.a), a.z);
+	}
+	__device__ __forceinline__ static const RedAcc<To>& conv(const RedAcc<To>& a) { return a; }
+};
+// RedPut<M>::put(d, a) stores a in d, an entry in M (a plain assignment
+// where a is in M; red_narrow's reference there gives other code for the
+// stores of the row and col folds).
+template <typename M> struct RedPut {
+	template <typename A> __device__ __forceinline__ static void put(RedAcc<M>& d, const RedAcc<A>& a) {
+		d = red_acc(M(a.a), a.z);
+	}
+	__device__ __forceinline__ static void put(RedAcc<M>& d, RedAcc<M> a) { d = a; }
+};
+template <typename M, typename W> __device__ __forceinline__ decltype(auto) red_narrow(const RedAcc<W>& a) {
+	return RedConv<M>::conv(a);
+}
+template <typename W, typename M> __device__ __forceinline__ decltype(auto) red_widen(const RedAcc<M>& a) {
+	return RedConv<W>::conv(a);
+}
+
 // vector 2-norm: y = sqrt(Σx²). dx = g*(x/y) with x/y replaced by 0 where
 // y == 0 (PyTorch's masked_fill before the product: g*0, so NaN for a NaN
 // or infinite g).

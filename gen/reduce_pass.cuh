@@ -88,20 +88,22 @@ __device__ __forceinline__ void red_fix_rows(const T* __restrict__ xp, T* __rest
 // launch then mends it across the whole grid, each tile rewriting its
 // chunk only where the total and its own partial say that dx can be wrong
 // (fix(), fix_chunk()), so ties and zeros cost no serial work per slice.
+// The partials are combined in RedWide's opmath, the total stored in M.
 template <typename T, typename Op>
 __device__ __forceinline__ void red_total(const T* __restrict__ x, const T* __restrict__ y,
 		const T* __restrict__ dy, T* __restrict__ dx, RedAcc<typename OpMath<T>::type>* __restrict__ ws,
 		const ReduceLayout& L) {
 	typedef typename OpMath<T>::type M;
+	typedef typename RedWide<Op, M>::type A;
 	const int lane = threadIdx.x & 31;
 	const i64 nw = ((i64)gridDim.x * RED_BLOCK) >> 5;
 	const i64 S = L.slices, nc = L.nchunks;
 	const bool col = L.mapping == RED_COL;
 	for (i64 s = ((i64)blockIdx.x * RED_BLOCK + threadIdx.x) >> 5; s < S; s += nw) {  // warp-uniform
-		RedAcc<M> acc = Op::template init<M>();
+		RedAcc<A> acc = Op::template init<A>();
 #pragma unroll 4
-		for (i64 c = lane; c < nc; c += 32) Op::combine(acc, ws[col ? c * S + s : s * nc + c]);
+		for (i64 c = lane; c < nc; c += 32) Op::combine(acc, red_widen<A>(ws[col ? c * S + s : s * nc + c]));
 		red_warp_total<Op>(acc);
-		if (lane == 0) ws[S * nc + s] = acc;
+		if (lane == 0) RedPut<M>::put(ws[S * nc + s], acc);
 	}
 }

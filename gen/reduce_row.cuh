@@ -49,9 +49,10 @@ template <typename Op, typename M> __device__ __forceinline__ void red_warp_tota
 // the total to each of them. Every thread of the block must call it
 // (inactive ones with Op::init()). The order is fixed by G: an xor
 // butterfly within a warp (identical on every lane, since combining is
-// commutative), then the warps' totals in index order (sm: 8 entries).
-template <typename Op, typename M>
-__device__ __forceinline__ RedAcc<M> red_group_reduce(RedAcc<M> v, const ReduceLayout& L, RedAcc<M>* sm) {
+// commutative), then the warps' totals in index order (sm: 8 entries, in
+// M; v and the total in A, RedWide's opmath).
+template <typename Op, typename A, typename M>
+__device__ __forceinline__ RedAcc<A> red_group_reduce(RedAcc<A> v, const ReduceLayout& L, RedAcc<M>* sm) {
 	const int tid = threadIdx.x;
 	const int G = L.group;
 #pragma unroll
@@ -59,14 +60,14 @@ __device__ __forceinline__ RedAcc<M> red_group_reduce(RedAcc<M> v, const ReduceL
 		if (off < G) Op::combine(v, red_shfl_xor(v, off));
 	}
 	if (G <= 32) return v;
-	if ((tid & 31) == 0) sm[tid >> 5] = v;
+	if ((tid & 31) == 0) RedPut<M>::put(sm[tid >> 5], v);
 	__syncthreads();
 	const int wpg = G >> 5;
 	const int first = ((tid >> 5) / wpg) * wpg;
-	RedAcc<M> t = sm[first];
+	RedAcc<A> t = red_widen<A>(sm[first]);
 #pragma unroll
 	for (int w = 1; w < RED_BLOCK / 32; ++w) {
-		if (w < wpg) Op::combine(t, sm[first + w]);
+		if (w < wpg) Op::combine(t, red_widen<A>(sm[first + w]));
 	}
 	__syncthreads();
 	return t;
@@ -101,6 +102,9 @@ __device__ __forceinline__ void red_row_tile(const T* __restrict__ x, const T* _
 		const T* __restrict__ dy, T* __restrict__ dx, RedAcc<typename OpMath<T>::type>* __restrict__ ws,
 		const ReduceLayout& L, i64 t, bool active, int lane, RedAcc<typename OpMath<T>::type>* sm) {
 	typedef typename OpMath<T>::type M;
+	// The statistics' opmath: RedWide's for the statistics pass of split
+	// slices; a fused tile's slice is short enough for its group's tree.
+	typedef typename RedWide<Op, M, Pass == RED_STATS>::type A;
 	constexpr int N = Pack<T>::N;
 	constexpr bool prov = Op::provisional;
 	const int G = L.group;
@@ -136,7 +140,7 @@ __device__ __forceinline__ void red_row_tile(const T* __restrict__ x, const T* _
 	const T* xp = xs + head;
 	T* dp = ds + head;
 
-	RedAcc<M> acc = Op::template init<M>();
+	RedAcc<A> acc = Op::template init<A>();
 	constexpr int CP = RedCache<T>::packs;
 	Pack<T> cache[CP];
 	const bool cached = Pass == RED_FUSED && Op::stats && vec && np <= (i64)G * CP;
@@ -155,11 +159,11 @@ __device__ __forceinline__ void red_row_tile(const T* __restrict__ x, const T* _
 			for (int r = 0; r < CP; ++r) {
 				if (lane + (i64)r * G < np) {
 #pragma unroll
-					for (int e = 0; e < N; ++e) Op::accum(acc, to_op(cache[r].v[e]), yv);
+					for (int e = 0; e < N; ++e) Op::accum(acc, A(to_op(cache[r].v[e])), A(yv));
 				}
 			}
 			red_row_scalars(xs, ds, kx, kd, lane, G, send, vec, body, len,
-				[&](const T* xq, T*) { Op::accum(acc, to_op(*xq), yv); });
+				[&](const T* xq, T*) { Op::accum(acc, A(to_op(*xq)), A(yv)); });
 		} else {
 			const RedCtx<M> pc = Op::template slice<M>(g, yv, Op::template assumed<M>(), L.scale, L.k);
 #pragma unroll 4
@@ -169,24 +173,25 @@ __device__ __forceinline__ void red_row_tile(const T* __restrict__ x, const T* _
 #pragma unroll
 				for (int e = 0; e < N; ++e) {
 					const M xv = to_op(v.v[e]);
-					Op::accum(acc, xv, yv);
+					Op::accum(acc, A(xv), A(yv));
 					if (prov) r.v[e] = from_op<T>(Op::elem(pc, xv));
 				}
 				if (prov) store_pack(dp + p * N, r);
 			}
 			red_row_scalars(xs, ds, kx, kd, lane, G, send, vec, body, len, [&](const T* xq, T* dq) {
 				const M xv = to_op(*xq);
-				Op::accum(acc, xv, yv);
+				Op::accum(acc, A(xv), A(yv));
 				if (prov) *dq = from_op<T>(Op::elem(pc, xv));
 			});
 		}
 	}
-	RedAcc<M> total = acc;
+	RedAcc<M> total;
+	RedPut<M>::put(total, acc);
 	if (Op::stats) {
 		if (Pass == RED_APPLY) {
 			if (active) total = ws[L.slices * L.nchunks + s];  // red_total's
 		} else {
-			total = red_group_reduce<Op>(acc, L, sm);
+			RedPut<M>::put(total, red_group_reduce<Op>(acc, L, sm));
 		}
 	}
 	if (Pass == RED_STATS) {

@@ -130,17 +130,18 @@ __device__ __forceinline__ void red_seg_each(const T* __restrict__ x, const Redu
 
 // red_seg_slice_total is slice c's total from its nchunks partials: warp 0
 // combines them (lanes stride the chunks, then the butterfly: an order
-// fixed by nchunks) and shares it through sm[0].
-template <typename Op, typename M>
-__device__ __forceinline__ RedAcc<M> red_seg_slice_total(const RedAcc<M>* __restrict__ ws, i64 c, i64 nc, RedAcc<M>* sm) {
+// fixed by nchunks) in A (RedWide's opmath) and shares it through sm[0].
+template <typename Op, typename A, typename M>
+__device__ __forceinline__ RedAcc<M> red_seg_slice_total(const RedAcc<M>* __restrict__ ws, i64 c, i64 nc, RedAcc<A>* sm) {
 	if (threadIdx.x < 32) {
-		RedAcc<M> acc = Op::template init<M>();
-		for (i64 i = threadIdx.x; i < nc; i += 32) Op::combine(acc, ws[c * nc + i]);
+		RedAcc<A> acc = Op::template init<A>();
+		for (i64 i = threadIdx.x; i < nc; i += 32) Op::combine(acc, red_widen<A>(ws[c * nc + i]));
 		red_warp_total<Op>(acc);
 		if (threadIdx.x == 0) sm[0] = acc;
 	}
 	__syncthreads();
-	const RedAcc<M> t = sm[0];
+	RedAcc<M> t;
+	RedPut<M>::put(t, sm[0]);
 	__syncthreads();
 	return t;
 }
@@ -149,10 +150,11 @@ template <typename T, typename Op>
 __device__ __forceinline__ void reduce_seg(const T* __restrict__ x, const T* __restrict__ y,
 		const T* __restrict__ dy, T* __restrict__ dx, void* __restrict__ wsv, const ReduceLayout& L) {
 	typedef typename OpMath<T>::type M;
+	typedef typename RedWide<Op, M>::type A;  // the statistics' opmath
 	constexpr int N = Pack<T>::N;
 	constexpr bool prov = Op::provisional;
 	RedAcc<M>* ws = static_cast<RedAcc<M>*>(wsv);
-	__shared__ RedAcc<M> sm[RED_BLOCK / 32];
+	__shared__ RedAcc<A> sm[RED_BLOCK / 32];
 	const bool stats = L.phase == RED_PHASE_SEG_STATS;
 	if (stats && !Op::stats) return;
 	// The apply pass after a statistics pass walks the tiles last to first
@@ -168,7 +170,7 @@ __device__ __forceinline__ void reduce_seg(const T* __restrict__ x, const T* __r
 		const M g = to_op(dy[c]);
 		const M yv = Op::needs_y ? to_op(y[c]) : M(0);
 		if (stats) {
-			RedAcc<M> acc = Op::template init<M>();
+			RedAcc<A> acc = Op::template init<A>();
 			const RedCtx<M> pc = Op::template slice<M>(g, yv, Op::template assumed<M>(), L.scale, L.k);
 			red_seg_each<T, false, true>(x, L, ko, j0, len,
 				[&](i64 o, i64, const Pack<T>& v) {
@@ -176,18 +178,18 @@ __device__ __forceinline__ void reduce_seg(const T* __restrict__ x, const T* __r
 #pragma unroll
 					for (int e = 0; e < N; ++e) {
 						const M xv = to_op(v.v[e]);
-						Op::accum(acc, xv, yv);
+						Op::accum(acc, A(xv), A(yv));
 						if (prov) r.v[e] = from_op<T>(Op::elem(pc, xv));
 					}
 					if (prov) store_pack(dx + o, r);
 				},
 				[&](i64 o, i64) {
 					const M xv = to_op(x[o]);
-					Op::accum(acc, xv, yv);
+					Op::accum(acc, A(xv), A(yv));
 					if (prov) dx[o] = from_op<T>(Op::elem(pc, xv));
 				});
 			acc = red_block_total<Op>(acc, sm);
-			if (threadIdx.x == 0) ws[t] = acc;
+			if (threadIdx.x == 0) RedPut<M>::put(ws[t], acc);
 			continue;
 		}
 		RedAcc<M> total = Op::template init<M>();

@@ -240,20 +240,80 @@ func TestLongAxisReduceGPU(t *testing.T) {
 	}
 }
 
+// longProdPaths: prod over long slices on each path that splits a slice
+// and combines its partial products (in double for float opmath,
+// RedWide): the row and col statistics passes with their totals (the
+// flat path turned off; [10^6, 4] takes 4 adjacent slices a thread), the
+// cluster kernel (compute capability 9.0; elsewhere the col passes), and
+// the seg kernel (two reduced axes that do not coalesce). The flat path
+// and the col passes of [10^6, 3] are TestLongAxisReduceGPU's.
+var longProdPaths = []struct {
+	name  string
+	env   []string // knob, value, ...
+	shape []int
+	axis  int
+	axes  []int
+}{
+	{"row_stats", []string{"BARACUDA_REDUCE_FLAT", "never"}, []int{3, 1_000_000}, 1, nil},
+	{"col_stats_cvec", []string{"BARACUDA_REDUCE_FLAT", "never"}, []int{1_000_000, 4}, 0, nil},
+	{"cluster", []string{"BARACUDA_REDUCE_CLUSTER", "always"}, []int{1_000_000, 3}, 0, nil},
+	{"seg", nil, []int{1000, 3, 1000}, 0, []int{0, 2}},
+}
+
+// TestLongAxisProdPathsGPU runs prod, f32 and bf16, over longProdPaths,
+// checked as TestLongAxisReduceGPU's cases.
+func TestLongAxisProdPathsGPU(t *testing.T) {
+	skipLongInQuick(t)
+	env := testEnv(t)
+	for _, dt := range []dtype.DType{dtype.F32, dtype.BF16} {
+		for _, c := range longProdPaths {
+			t.Run(fmt.Sprintf("reduce_bw_prod_%s/%s/%v", dt.Suffix(), c.name, c.shape), func(t *testing.T) {
+				for i := 0; i+1 < len(c.env); i += 2 {
+					t.Setenv(c.env[i], c.env[i+1])
+				}
+				w, err := env.longReduceAxes(ops.ReduceProd, dt, c.shape, c.axis, c.axes)
+				if err != nil {
+					t.Fatal(err)
+				}
+				w.report(t)
+			})
+		}
+	}
+}
+
+// longSlices is the slice view of a reduction over one axis
+// (ref.AxisSlices) or several (ref.AxesSlices).
+type longSlices interface {
+	Count() int
+	Len() int
+	At(s, j int) int
+	Gather(t []float64, s int, buf []float64)
+	Scatter(t []float64, s int, buf []float64)
+}
+
 // longReduce runs one long-axis reduction (the suite's slice values,
 // correction 1) and compares every element with the reference.
 func (e *Env) longReduce(op ops.ReduceOp, dt dtype.DType, shape []int, axis int) (*longWorst, error) {
+	return e.longReduceAxes(op, dt, shape, axis, nil)
+}
+
+// longReduceAxes is longReduce over axes where they are not nil.
+func (e *Env) longReduceAxes(op ops.ReduceOp, dt dtype.DType, shape []int, axis int, axes []int) (*longWorst, error) {
 	const c = 1.0
-	plan, err := ops.NewReduceBackward(ops.ReduceDesc{Op: op, DType: dt, Shape: shape, Axis: axis, Correction: c})
+	plan, err := ops.NewReduceBackward(ops.ReduceDesc{Op: op, DType: dt, Shape: shape, Axis: axis, Axes: axes, Correction: c})
 	if err != nil {
 		return nil, err
 	}
 	name := op.String()
-	v := ref.NewAxisSlices(shape, axis)
+	var v longSlices = ref.NewAxisSlices(shape, axis)
+	if axes != nil {
+		v = ref.NewAxesSlices(shape, axes)
+	}
+	k := v.Len()
 	rng := rand.New(rand.NewPCG(39, uint64(op)<<16|uint64(dt)<<8|uint64(axis)))
 	x := make([]float64, product(shape))
 	y, dy := make([]float64, v.Count()), make([]float64, v.Count())
-	slice := make([]float64, v.K)
+	slice := make([]float64, k)
 	for s := range v.Count() {
 		reduceSlice(rng, name, slice)
 		for j := range slice {
@@ -285,7 +345,7 @@ func (e *Env) longReduce(op ops.ReduceOp, dt dtype.DType, shape []int, axis int)
 		return nil, err
 	}
 	w := &longWorst{}
-	want := make([]float64, v.K)
+	want := make([]float64, k)
 	for s := range v.Count() {
 		v.Gather(x, s, slice)
 		ref.ReduceBackward(name, dy[s], slice, y[s], c, want)
@@ -294,7 +354,7 @@ func (e *Env) longReduce(op ops.ReduceOp, dt dtype.DType, shape []int, axis int)
 		rt := newReduceTol(name, dt, dy[s], y[s], c, slice)
 		meanAbs := 0.0
 		for _, xv := range slice {
-			meanAbs += math.Abs(xv) / float64(v.K)
+			meanAbs += math.Abs(xv) / float64(k)
 		}
 		for j := range want {
 			scale := 0.0
@@ -307,12 +367,12 @@ func (e *Env) longReduce(op ops.ReduceOp, dt dtype.DType, shape []int, axis int)
 						gs = dy[s] / (2 * y[s])
 					}
 				}
-				scale = math.Abs(2/(float64(v.K)-c)*gs) * meanAbs
+				scale = math.Abs(2/(float64(k)-c)*gs) * meanAbs
 			case "prod":
 				scale = math.Abs(want[j])
 			}
 			ulps := rt.elem(slice[j], want[j]).ULP
-			w.check(dt, v.K, got[v.At(s, j)], want[j], scale, ulps, func() string {
+			w.check(dt, k, got[v.At(s, j)], want[j], scale, ulps, func() string {
 				return fmt.Sprintf("slice %d dx[%d] (x %v, y %v, dy %v)", s, j, slice[j], y[s], dy[s])
 			})
 		}
