@@ -212,6 +212,7 @@ __device__ __forceinline__ void scan_fwd_unit(const T* __restrict__ x, const T* 
 		M* fwdbuf = reinterpret_cast<M*>(ws + L.ws_fwd);
 		const i64 tile = (i64)L.split * L.items;
 		const bool z = s_z[lane];
+		bool uf = false;  // this thread found an underflow
 		for (i64 qq = warp; has && qq < L.chunks; qq += SCAN_WARPS) {
 			const i64 tk0 = qq * tile, tk1 = tk0 + tile < L.n ? tk0 + tile : L.n;
 			M f = Op::template fwd_identity<M>();
@@ -219,10 +220,13 @@ __device__ __forceinline__ void scan_fwd_unit(const T* __restrict__ x, const T* 
 			if (rd && z) rd = tile_y_before<T, Op>(y, L, off, tk0, tk1) != M(0);
 			if (rd) f = tile_fwd_x<T, Op>(x, L, off, tk0, tk1);
 			// No zero in the tile where y becomes 0: an underflow.
-			if (rd && z && Op::fwd_combine(f, Op::template fwd_after_zero<M>()) != f) s_uf[lane] = true;
+			if (rd && z && Op::fwd_combine(f, Op::template fwd_after_zero<M>()) != f) {
+				s_uf[lane] = true;
+				uf = true;
+			}
 			fwdbuf[qq * L.nslices + s] = f;
 		}
-		if (__syncthreads_or(s_uf[lane])) {
+		if (__syncthreads_or(uf)) {
 			// After an underflow: the tiles whose y before is 0.
 			for (i64 qq = warp; has && s_uf[lane] && qq < L.chunks; qq += SCAN_WARPS) {
 				const i64 tk0 = qq * tile, tk1 = tk0 + tile < L.n ? tk0 + tile : L.n;
