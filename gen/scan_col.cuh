@@ -196,14 +196,14 @@ __device__ __forceinline__ void scan_backward_col(const T* __restrict__ dy, cons
 	if (Op::fwd && (!Direct<Op>::on || __syncthreads_or(!fast))) {
 		// Chunked cumprod: the state before the tile, where a NaN y or a 0
 		// y before the tile asks, read where the unit computed it (a NaN
-		// y ends a slice of its). Elsewhere past the first tile in scan
-		// order (the last in carry order) a 0 y before the tile says a
-		// zero came, or y underflowed, and the tile is taken as after a
-		// zero (see scan_fwd_unit); a y that is a number other than 0 says
-		// no zero came. The run that starts the tile holds that y (yb) and
-		// passes the state on to the other runs with its total (joining
-		// "a zero came" twice changes nothing, so an exact state read
-		// equal to it may pass it on too).
+		// or 0 y ends a slice of its, so its flag says 2: the exact state,
+		// which tells a zero from an underflow; see scan_fwd_unit).
+		// Elsewhere a y before the tile that is a number other than 0 says
+		// no zero came. The run that starts the tile holds that y (yb);
+		// where its unit's flag is not 2 (a y that is not cumprod's) a 0
+		// yb is taken as "a zero came", which the run passes on to the
+		// other runs with its total (joining "a zero came" twice changes
+		// nothing, so an exact state read equal to it may pass it on too).
 		const bool tz = Op::fwd_shortcut && chunked && c != L.chunks - 1 && cnt > 0 &&
 				(rev ? k0 + cnt == tk1 : k0 == tk0) && r.yb == M(0);
 		if (tz) f = Op::template fwd_after_zero<M>();

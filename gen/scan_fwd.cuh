@@ -117,68 +117,124 @@ __device__ __forceinline__ typename OpMath<T>::type tile_y_end(const T* __restri
 	return to_op(scan_ld(y + off[2] + ke * L.astride[2]));
 }
 
+// tile_y_before (scan_fwd_unit): y of the element before tile [tk0, tk1)
+// in scan order, 1 where the tile starts the slice (y_{-1} = 1).
+template <typename T, typename Op>
+__device__ __forceinline__ typename OpMath<T>::type tile_y_before(const T* __restrict__ y, const ScanLayout& L,
+		const i64 (&off)[4], i64 tk0, i64 tk1) {
+	typedef typename OpMath<T>::type M;
+	const bool rev = L.reverse != 0;
+	if (rev ? tk1 >= L.n : tk0 == 0) return M(1);
+	return tile_y_end<T, Op>(y, L, off, rev ? tk1 : tk0 - 1);
+}
+
+// tile_fwd_x (scan_fwd_unit): the forward state of tile [tk0, tk1) from
+// its x in scan order (from tk0 on, or back from tk1 - 1), 8 loads at a
+// time.
+template <typename T, typename Op>
+__device__ __forceinline__ typename OpMath<T>::type tile_fwd_x(const T* __restrict__ x, const ScanLayout& L,
+		const i64 (&off)[4], i64 tk0, i64 tk1) {
+	typedef typename OpMath<T>::type M;
+	const bool rev = L.reverse != 0;
+	const i64 len = tk1 - tk0;
+	const i64 st = rev ? -L.astride[1] : L.astride[1];
+	const T* p = x + off[1] + (rev ? tk1 - 1 : tk0) * L.astride[1];
+	M f = Op::template fwd_identity<M>();
+	for (i64 j = 0; j < len; j += 8) {
+		M v[8];
+#pragma unroll
+		for (int i = 0; i < 8; ++i) v[i] = j + i < len ? to_op(scan_ld(p + (j + i) * st)) : Op::template x_fill<M>();
+		f = Op::fwd_combine(f, Op::template fold<M, 8>(v));
+	}
+	return f;
+}
+
 // scan_fwd_unit and scan_fwd_wait (cumprod, col mapping, chunked): the
-// forward state before each tile, computed in the main launch and only
-// where a NaN y asks for it. The state changes dx_k only where y of k or
-// of the element before k is NaN or 0: a y that is a number other than 0
-// says no zero came before (a zero makes every later y 0 or NaN). A 0 y
-// follows a zero of x or an underflow of y, which PyTorch tells apart
-// (CumprodBw). A NaN y stays NaN to the slice's end, so the unit's first
-// tile in carry order (the last in scan order; every other tile of the
-// unit waits on it through the look-back) reads y at the end of its 32
-// slices before anything else. Where one is NaN it writes the state
-// before every tile of the unit's slices: each warp takes tiles warp,
-// warp + 8, ..., tells from y at a tile's end whether it can hold a zero
-// (tile_y_end, tile_needs_x) and if so reads its x in scan order, 8 loads
-// at a time, for the tile's state; then warp 0 turns each slice's tile
-// states into exclusive prefixes. Its unit flag (SCAN_NONE before the
-// launch) then says 2, or 1 where no slice ended in NaN. A tile whose run
-// sees a NaN y, or whose y before is 0, waits for the flag (the first
-// tile waits on nobody) and reads its state (scan_fwd_wait). Without it,
-// a tile past the first in scan order takes the state as "a zero came"
-// (fwd_after_zero) where y before the tile is 0, else as "no zero came".
-// Every y of such a tile is then 0 (never NaN, which would have asked), so
-// its x are finite, and c_k is the strong zero, h_k = g_k: PyTorch's value
-// after a zero, and after an underflow where every dy from there to the
-// slice's first zero is finite (dx is 0 there either way). Most inputs
-// never ask, and no pass runs before the main launch. No tile of the unit
-// has stored dx yet while the first tile reads x (dx may be written over
-// x, in place).
+// forward state before each tile, computed in the main launch for the
+// units where some slice ends in a y that is NaN or 0. The state changes
+// dx_k only where y of k or of the element before k is NaN or 0: a y that
+// is a number other than 0 says no zero came before (a zero makes every
+// later y 0 or NaN). A 0 y follows a zero of x or an underflow of y,
+// which PyTorch tells apart (CumprodBw): after the first zero z1 dx is 0,
+// after an underflow before z1 it is 0 or NaN by the dy up to z1. NaN and
+// 0 y stay to the slice's end, so the unit's first tile in carry order
+// (the last in scan order; every other tile of the unit waits on it
+// through the look-back) reads y at the end of its 32 slices before
+// anything else. Where one is NaN or 0 it writes the state before every
+// tile of the unit's slices: each warp takes tiles warp, warp + 8, ...,
+// and reads a tile's x for its state (tile_fwd_x) where the tile can
+// matter:
+//   - a slice that ends in NaN: where y at the tile's end (tile_y_end) is
+//     0 or NaN (tile_needs_x), since the states after a zero then matter
+//     (an x that is ±inf or NaN between the first two zeros);
+//   - a slice that ends in 0 (no NaN y, so every x is finite and the
+//     state is "a zero came" or not): first only at the tile where y
+//     becomes 0, whose y before is not 0 (y stays 0 once 0: exactly one
+//     tile per slice). Where that tile holds no zero (y underflowed,
+//     s_uf), a second round reads the tiles after it (y before them 0),
+//     which may hold z1;
+//   - other slices: none (the state is "no zero came" before every tile).
+// Then warp 0 turns each slice's tile states into exclusive prefixes. The
+// unit flag (SCAN_NONE before the launch) then says 2, or 1 where no slice
+// ended in NaN or 0. A tile whose run sees a NaN y, or whose y before is
+// 0, waits for the flag (the first tile waits on nobody: every waiting
+// tile of the unit has a later ticket, so the first is running or done)
+// and reads its state (scan_fwd_wait); every tile of the unit that reads
+// it reads the exact state for each of its 32 slices. Without the flag at
+// 2 no y before a tile is 0 (flag 1), and a tile takes the state as "no
+// zero came"; the main kernel's fwd_after_zero for a 0 y before a tile
+// there is only reached by a y that is not cumprod's. Units whose slices
+// end in numbers other than 0 never ask, and no pass runs before the main
+// launch. No tile of the unit has stored dx yet while the first tile reads
+// x (dx may be written over x, in place).
 template <typename T, typename Op>
 __device__ __forceinline__ void scan_fwd_unit(const T* __restrict__ x, const T* __restrict__ y,
 		unsigned char* __restrict__ ws, const ScanLayout& L, i64 unit, i64 s, bool has, bool& ready) {
 	typedef typename OpMath<T>::type M;
-	const int warp = threadIdx.x >> 5;
+	// Per slice of the unit: s_z, it ends in 0 (not NaN); s_uf, its tile
+	// where y becomes 0 holds no zero (an underflow).
+	__shared__ bool s_z[32], s_uf[32];
+	const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
 	const bool rev = L.reverse != 0;
 	// The slice offsets again rather than the caller's: taking them as a
 	// parameter changes how ptxas allocates the f32 col kernel's registers,
 	// and cumprod f32 along axis 0 runs slower.
 	i64 off[4];
 	scan_slice_offsets(L, has ? s : 0, off);
-	M ye = M(0);
-	if (warp == 0 && has) ye = tile_y_end<T, Op>(y, L, off, rev ? 0 : L.n - 1);
-	const bool need = __syncthreads_or(bc_isnan(ye));
+	M ye = M(1);
+	if (warp == 0) {
+		if (has) ye = tile_y_end<T, Op>(y, L, off, rev ? 0 : L.n - 1);
+		s_z[lane] = ye == M(0);
+		s_uf[lane] = false;
+	}
+	const bool need = __syncthreads_or(bc_isnan(ye) || ye == M(0));
 	if (need) {
 		M* fwdbuf = reinterpret_cast<M*>(ws + L.ws_fwd);
 		const i64 tile = (i64)L.split * L.items;
+		const bool z = s_z[lane];
+		bool uf = false;  // this thread found an underflow
 		for (i64 qq = warp; has && qq < L.chunks; qq += SCAN_WARPS) {
-			const i64 tk0 = qq * tile, tk1 = tk0 + tile < L.n ? tk0 + tile : L.n, len = tk1 - tk0;
+			const i64 tk0 = qq * tile, tk1 = tk0 + tile < L.n ? tk0 + tile : L.n;
 			M f = Op::template fwd_identity<M>();
-			if (tile_needs_x<Op>(tile_y_end<T, Op>(y, L, off, rev ? tk0 : tk1 - 1))) {
-				// Scan order: from tk0 on, or back from tk1 - 1.
-				const i64 st = rev ? -L.astride[1] : L.astride[1];
-				const T* p = x + off[1] + (rev ? tk1 - 1 : tk0) * L.astride[1];
-				for (i64 j = 0; j < len; j += 8) {
-					M v[8];
-#pragma unroll
-					for (int i = 0; i < 8; ++i)
-						v[i] = j + i < len ? to_op(scan_ld(p + (j + i) * st)) : Op::template x_fill<M>();
-					f = Op::fwd_combine(f, Op::template fold<M, 8>(v));
-				}
+			bool rd = tile_needs_x<Op>(tile_y_end<T, Op>(y, L, off, rev ? tk0 : tk1 - 1));
+			if (rd && z) rd = tile_y_before<T, Op>(y, L, off, tk0, tk1) != M(0);
+			if (rd) f = tile_fwd_x<T, Op>(x, L, off, tk0, tk1);
+			// No zero in the tile where y becomes 0: an underflow.
+			if (rd && z && Op::fwd_combine(f, Op::template fwd_after_zero<M>()) != f) {
+				s_uf[lane] = true;
+				uf = true;
 			}
 			fwdbuf[qq * L.nslices + s] = f;
 		}
-		__syncthreads();
+		if (__syncthreads_or(uf)) {
+			// After an underflow: the tiles whose y before is 0.
+			for (i64 qq = warp; has && s_uf[lane] && qq < L.chunks; qq += SCAN_WARPS) {
+				const i64 tk0 = qq * tile, tk1 = tk0 + tile < L.n ? tk0 + tile : L.n;
+				if (tile_y_before<T, Op>(y, L, off, tk0, tk1) == M(0))
+					fwdbuf[qq * L.nslices + s] = tile_fwd_x<T, Op>(x, L, off, tk0, tk1);
+			}
+			__syncthreads();
+		}
 		if (warp == 0 && has) fwd_prefix_slice<Op>(fwdbuf, L, s);
 		fence_gpu();
 		__syncthreads();

@@ -182,8 +182,8 @@ template <typename T> struct ScanItems<T, CumsumBw> {
 // a small integer in M: 1 a zero came, 2 an x that is ±inf or NaN came, 4
 // one came after the first zero. fwd_combine is in order (a before b);
 // walk and step keep the bits as an unsigned along a run. fwd_after_zero
-// is the state "a zero came", which a chunked col tile that does not read
-// the state takes where y before it is 0 (scan_fwd_unit).
+// is the state "a zero came"; scan_fwd_unit tells it from an underflow by
+// whether fwd_combine with it changes a state.
 struct CumprodBw : StrongZero {
 	static constexpr bool needs_x = true, needs_y = true;
 	static constexpr bool fwd = true, mask_factors = false;

@@ -74,14 +74,10 @@ const (
 	// them. PyTorch rounds each term y_j g_j to the dtype: a term below
 	// the smallest normal, divided by a subnormal x_k, gives PyTorch's
 	// value a relative error the library's value (rounded once) does not
-	// share. One exception: along an axis other than the innermost, with
-	// slices chained over several tiles, the kernels read the forward
-	// state (where a zero came) only where a y of the slice is NaN;
-	// elsewhere a tile whose y before it is 0 is taken as after a zero,
-	// which differs from PyTorch only where y underflowed in an earlier
-	// tile and a dy from there to z1 is ±inf or NaN: dx is 0 in those
-	// tiles where PyTorch has NaN up to that dy, and for an infinite dy
-	// ±inf before the underflow where PyTorch has NaN.
+	// share. These values hold along every axis: where slices are chained
+	// over several tiles, a tile whose y before it is 0 or whose slice ends
+	// in NaN reads whether a zero came before it, so a 0 y after an
+	// underflow is never taken for one after a zero.
 	ScanCumprod
 	// ScanCummax: dx_k = the sum of g_j over the j whose forward index is k
 	// (a gather: deterministic, no atomics). The index moves to j when x_j is

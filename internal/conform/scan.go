@@ -40,6 +40,17 @@ const (
 	// range (differences of x and y that overflow) with ±inf in dy. Other
 	// ops get ScanSpecial's values.
 	ScanNonFinite
+	// ScanUnderflow (cumprod): x of magnitude in [0.5, 0.75) ([0.3, 0.45)
+	// for f64), so that y underflows to 0 after a few dozen (f16) to about
+	// 700 (f64) elements, with one pattern a slice by its index: after the
+	// underflow a ±inf dy (NaN back to the slice's start), a NaN dy then
+	// a zero and ±inf dy after it, a zero then ±inf dy (NaN at the zero),
+	// ±inf dy then two zeros, finite dy; a real zero before the underflow
+	// with ±inf and NaN dy after it (0 after the zero); NaN in x late.
+	// Most slices end in a 0 y rather than NaN, so that the col kernel's
+	// chunked tiles tell an underflow from a zero by the forward state
+	// (gen/scan_fwd.cuh, scan_fwd_unit). Other ops get ScanNormal's values.
+	ScanUnderflow
 )
 
 // ScanCase is one shape, axis and memory layout of a scan check.
@@ -78,7 +89,7 @@ func (c ScanCase) String() string {
 	for i, f := range c.Layouts {
 		s += fmt.Sprintf(" %s:%s", [4]string{"dy", "x", "y", "dx"}[i], f(c.Shape).Name)
 	}
-	s += [4]string{"", " special", " exact", " nonfinite"}[c.Values]
+	s += [5]string{"", " special", " exact", " nonfinite", " underflow"}[c.Values]
 	if c.InPlace {
 		s += " in-place"
 	}
@@ -125,6 +136,13 @@ func scanInputs(rng *rand.Rand, op ops.ScanOp, dt dtype.DType, v ScanValues, sli
 			return
 		}
 		v = ScanSpecial
+	}
+	if v == ScanUnderflow {
+		if op == ops.ScanCumprod {
+			scanUnderflow(rng, dt, slices, reverse, dy, x)
+			return
+		}
+		v = ScanNormal
 	}
 	for _, idx := range slices {
 		n := len(idx)
@@ -298,7 +316,7 @@ func scanNonFinite(rng *rand.Rand, op ops.ScanOp, dt dtype.DType, slices [][]int
 				if p0+1 < n && rng.IntN(2) == 0 {
 					xs[p0+1+rng.IntN(n-p0-1)] = 0
 				}
-			case 6: // y underflows, ±inf or NaN in dy, then a zero and NaN last
+			case 6: // y underflows, ±inf or NaN in dy, then a zero (and NaN last)
 				if n >= 3 {
 					s := math.Sqrt(smallestNormal(dt))
 					for p := range xs {
@@ -306,10 +324,12 @@ func scanNonFinite(rng *rand.Rand, op ops.ScanOp, dt dtype.DType, slices [][]int
 					}
 					z1 := 1 + rng.IntN(n-2)
 					g[rng.IntN(z1)] = []float64{inf, -inf, math.NaN()}[rng.IntN(3)]
-					// The zero cuts the NaN at the end off the elements
-					// before it; the NaN y that follows makes the col
-					// kernel's chunked tiles read the forward state.
-					xs[z1], xs[n-1] = 0, math.NaN()
+					// The zero cuts a NaN at the end off the elements
+					// before it; without one the slice ends in a 0 y.
+					xs[z1] = 0
+					if rng.IntN(2) == 0 {
+						xs[n-1] = math.NaN()
+					}
 				}
 			default: // a zero or none
 				if rng.IntN(2) == 0 {

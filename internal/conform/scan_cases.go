@@ -106,7 +106,36 @@ func ScanCases(quick bool) []ScanCase {
 	// The short mapping as the default policy takes it (2^14 slices of 4
 	// along either axis); ScanShortCases has the rest.
 	cs = append(cs, ScanShortDefaultCases(true)...)
-	return append(cs, ScanNonFiniteCases(quick)...)
+	cs = append(cs, ScanNonFiniteCases(quick)...)
+	return append(cs, ScanUnderflowCases(quick)...)
+}
+
+// ScanUnderflowCases are cumprod's ScanUnderflow cases: the col mapping
+// with chained tiles (axis 0 of [20000, 64]: y underflows in an early
+// tile, the events come in later ones; a partial unit and a partial last
+// tile; strided and misaligned operands; dx over x, which the forward
+// state's reads of x must see before any dx), one col tile, and the same
+// data along the innermost axis (the row mapping, chained and not) for
+// comparison.
+func ScanUnderflowCases(quick bool) []ScanCase {
+	var cs []ScanCase
+	add := func(shape []int, axis int, l [4]func([]int) Layout, overX bool) {
+		cs = append(cs, ScanCase{Shape: shape, Axis: axis, Layouts: l, Values: ScanUnderflow, OverX: overX,
+			Ops: []ops.ScanOp{ops.ScanCumprod}})
+	}
+	add([]int{20000, 64}, 0, scanSame(Contiguous), false)
+	add([]int{64, 20000}, 1, scanSame(Contiguous), false)
+	add([]int{3000, 40}, 0, scanSame(Contiguous), false)
+	add([]int{40, 3000}, 1, scanSame(Contiguous), false)
+	add([]int{100, 33}, 0, scanSame(Contiguous), false)
+	add([]int{2000, 64}, 0, scanSame(Contiguous), true)
+	if !quick {
+		add([]int{20000, 64}, 0, scanSame(Unaligned), false)
+		add([]int{5, 4000, 7}, 1, [4]func([]int) Layout{Transposed, Padded, Contiguous, Padded}, false)
+		add([]int{7, 4000, 5}, 1, scanSame(Transposed), false)
+		add([]int{30000, 3, 32}, 0, scanSame(Contiguous), false)
+	}
+	return cs
 }
 
 // ScanTallCases are the tall mapping's shapes (an outer axis over few

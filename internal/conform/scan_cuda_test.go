@@ -45,6 +45,18 @@ func TestScanNonFiniteGPU(t *testing.T) {
 	checkScans(t, env, []ops.ScanOp{ops.ScanCumprod, ops.ScanLogcumsumexp}, dtype.All, "_nonfinite", cases, 44)
 }
 
+// TestScanUnderflowGPU runs the ScanUnderflow cases alone (TestScanBackwardGPU
+// runs them too) for cumprod, every dtype and direction: y underflows to 0
+// in an early tile of the col mapping's chained tiles with ±inf and NaN
+// dy and zeros in later ones, where PyTorch has NaN up to the infinite dy
+// (the forward state tells the underflow from a zero), and the same data
+// on the row mapping.
+func TestScanUnderflowGPU(t *testing.T) {
+	env := testEnv(t)
+	cases := ScanUnderflowCases(quick())
+	checkScans(t, env, []ops.ScanOp{ops.ScanCumprod}, dtype.All, "_underflow", cases, 47)
+}
+
 // TestScanStripGPU runs the suite for f16 and bf16 cummax and cummin with Run
 // taking the colstrip kernel wherever the device and the operands allow
 // it (ScanStripEnv=always; by itself Run takes it only where its strips

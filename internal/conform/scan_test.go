@@ -91,3 +91,71 @@ func TestScanShortCasesTakeShort(t *testing.T) {
 	t.Setenv("BARACUDA_SCAN_SHORT", "")
 	check(ScanShortDefaultCases(false))
 }
+
+// TestScanUnderflowCasesDecide: the ScanUnderflow cases run the col kernel
+// with chained tiles and the row kernel for comparison, and in every
+// dtype and direction the reference dx of their col cases is NaN both
+// where y is a number other than 0 (before the underflow) and more than
+// 512 elements past the first 0 y (in a later tile than the one where y
+// became 0) of slices that end in a 0 y, not NaN: the values a tile
+// taking a 0 y before it as "a zero came" would give as 0 or ±inf.
+func TestScanUnderflowCasesDecide(t *testing.T) {
+	op := ops.ScanCumprod
+	paths := map[string]bool{}
+	for _, dt := range dtype.All {
+		for _, reverse := range []bool{false, true} {
+			rng := rand.New(rand.NewPCG(47, uint64(op)<<16|uint64(dt)<<8))
+			var before, later, zeros int
+			for _, c := range ScanUnderflowCases(true) {
+				p, err := ops.NewScanBackward(ops.ScanDesc{Op: op, DType: dt, Shape: c.Shape, Axis: c.Axis, Reverse: reverse})
+				if err != nil {
+					t.Fatal(err)
+				}
+				name := p.Kernel().Name
+				path := name[strings.LastIndexByte(name, '_'):] + map[bool]string{false: " one tile", true: " chained"}[p.WorkspaceSize() > 0]
+				paths[path] = true
+				slices, in := scanCaseInputs(rng, op, dt, c, reverse)
+				if path != "_col chained" {
+					continue
+				}
+				for _, idx := range slices {
+					n := len(idx)
+					x, y := gatherIdx(in[1], idx), gatherIdx(in[2], idx)
+					dx := ref.ScanBackward(op.String(), gatherIdx(in[0], idx), x, y, reverse)
+					at := func(q int) int {
+						if reverse {
+							return n - 1 - q
+						}
+						return q
+					}
+					if y[at(n-1)] != 0 {
+						continue
+					}
+					zeros++
+					pu := -1
+					for q := 0; q < n; q++ {
+						k := at(q)
+						if pu < 0 && y[k] == 0 {
+							pu = q
+						}
+						if math.IsNaN(dx[k]) && y[k] != 0 {
+							before++
+						}
+						if math.IsNaN(dx[k]) && pu >= 0 && q > pu+512 {
+							later++
+						}
+					}
+				}
+			}
+			if before == 0 || later == 0 || zeros == 0 {
+				t.Errorf("%s reverse=%v: col chained cases: %d slices end in a 0 y; reference dx NaN %d times before the underflow, %d times later; want each",
+					dt, reverse, zeros, before, later)
+			}
+		}
+	}
+	for _, want := range []string{"_row chained", "_col chained", "_col one tile"} {
+		if !paths[want] {
+			t.Errorf("no ScanUnderflow case runs the %s kernel (%v)", want[1:], paths)
+		}
+	}
+}

@@ -147,3 +147,44 @@ func TestScanUnderflowRules(t *testing.T) {
 		}
 	}
 }
+
+// TestCumprodUnderflowLongSlice: PyTorch's values for a slice as long as
+// several col tiles (the kernels' chained-tile case): x = 0.5 repeated,
+// so y rounded to float32 is 0 from element 149 on (2^-150 rounds to
+// even, 0); dy 1 but +inf at 300 and -inf at 380, and a zero of x at 350.
+// Up to the +inf dy every dx is NaN (its term 0 * inf), before and after
+// the underflow; from there to the zero 0; at the zero 0 * (-inf * 2^-30)
+// = NaN; after it 0. Both directions (the slice mirrored).
+func TestCumprodUnderflowLongSlice(t *testing.T) {
+	const n = 400
+	for _, reverse := range []bool{false, true} {
+		at := func(p int) int {
+			if reverse {
+				return n - 1 - p
+			}
+			return p
+		}
+		x, g := make([]float64, n), make([]float64, n)
+		for p := range x {
+			x[at(p)], g[at(p)] = 0.5, 1
+		}
+		g[at(300)], g[at(380)], x[at(350)] = math.Inf(1), math.Inf(-1), 0
+		y := ScanForward("cumprod", x, reverse)
+		for k := range y {
+			y[k] = float64(float32(y[k]))
+		}
+		if y[at(148)] == 0 || y[at(149)] != 0 {
+			t.Fatalf("reverse=%v: y at 148, 149 = %v, %v; want nonzero, 0", reverse, y[at(148)], y[at(149)])
+		}
+		dx := ScanBackward("cumprod", g, x, y, reverse)
+		for p := 0; p < n; p++ {
+			want := 0.0
+			if p <= 300 || p == 350 {
+				want = math.NaN()
+			}
+			if !sameFloat(dx[at(p)], want) {
+				t.Errorf("reverse=%v: dx at scan position %d = %v, want %v", reverse, p, dx[at(p)], want)
+			}
+		}
+	}
+}
