@@ -262,6 +262,31 @@ func preload(ctx *driver.Context, refs ...*kernelRef) {
 	wg.Wait()
 }
 
+// maxSteps bounds the launches and memsets of one Run of a plan.
+const maxSteps = 4
+
+// launchStep is a step of a Run's launch plan: a kernel launch, or a
+// memset where kernel is nil.
+type launchStep interface {
+	kernel() *kernelRef
+}
+
+// resolveSteps resolves the kernels of steps in ctx (nil for a memset)
+// before any step is queued, so that a Run whose kernel fails to load
+// queues nothing. It is generic rather than over []launchStep so that the
+// families' step arrays pass without boxing, keeping a warm Run free of
+// heap allocations.
+func resolveSteps[S launchStep](ctx *driver.Context, steps []S) (lfs [maxSteps]*loadedFunction, err error) {
+	for i, st := range steps {
+		if k := st.kernel(); k != nil {
+			if lfs[i], err = k.resolve(ctx); err != nil {
+				return lfs, err
+			}
+		}
+	}
+	return lfs, nil
+}
+
 // resolvedIn reports whether k's last resolve was in ctx (a function, or
 // errNoBuild).
 func (k *kernelRef) resolvedIn(ctx *driver.Context) bool {

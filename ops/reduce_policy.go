@@ -18,11 +18,13 @@ type reduceStep struct {
 	off, n         int64
 }
 
+func (st reduceStep) kernel() *kernelRef { return st.k }
+
 // reduceLaunchPlan is the work of one Run: the layout the launches pack
 // (phase and reverse set per step) and the steps in order.
 type reduceLaunchPlan struct {
 	L     reduceLayout
-	steps [4]reduceStep
+	steps [maxSteps]reduceStep
 	n     int
 }
 

@@ -198,13 +198,9 @@ func (p *ScanBackward) Run(s *driver.Stream, a *ScanArgs) error {
 	if err != nil {
 		return err
 	}
-	var lfs [len(pl.steps)]*loadedFunction
-	for i, st := range pl.steps[:pl.n] {
-		if st.k != nil {
-			if lfs[i], err = st.k.resolve(ctx); err != nil {
-				return err
-			}
-		}
+	lfs, err := resolveSteps(ctx, pl.steps[:pl.n])
+	if err != nil {
+		return err
 	}
 	for i, st := range pl.steps[:pl.n] {
 		if st.k == nil {

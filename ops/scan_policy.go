@@ -17,11 +17,13 @@ type scanStep struct {
 	smem  int
 }
 
+func (st scanStep) kernel() *kernelRef { return st.k }
+
 // scanLaunchPlan is the work of one Run: the kernel layout every launch
 // packs (its phase set per step) and the steps in order.
 type scanLaunchPlan struct {
 	L     scanLayout
-	steps [4]scanStep
+	steps [maxSteps]scanStep
 	n     int
 }
 
