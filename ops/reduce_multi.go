@@ -51,10 +51,6 @@ type reduceMulti struct {
 	segcK   *kernelRef
 	segc    reduceLayout
 	segcAny bool // ... whatever the grid (reduceSegcEnv)
-	// segFine: an op without statistics on the seg kernel in chunks of one
-	// batch of packs a thread (reduceSegFineEnv), Sum and Mean on a block
-	// per chunk.
-	segFine bool
 }
 
 // The clustered seg kernel (reduce_segc, compute capability 9.0, its own
@@ -73,15 +69,6 @@ type reduceMulti struct {
 // "always" takes it whatever the grid (so that tests reach it with small
 // tensors). It is a kernel developer's knob; users leave it unset.
 const reduceSegcEnv = "BARACUDA_REDUCE_SEGC"
-
-// reduceSegFineEnv, read when a plan is made: "always" cuts the seg
-// kernel's slices of an op without statistics into chunks of
-// segBatch packs a thread (segFineGeometry), Sum and Mean (which only
-// write dx) on a block per chunk rather than the grid of resident blocks:
-// many short tiles, so that the last wave holds little of the work. Unset
-// or "never", such ops keep segGeometry's chunks. It is a kernel
-// developer's knob; users leave it unset.
-const reduceSegFineEnv = "BARACUDA_REDUCE_SEGFINE"
 
 // reduceSegcTiesEnv, read when a plan is made: "always" gives Max and Min
 // the clustered seg kernel too (under reduceSegcEnv's rules, as Var and
@@ -223,10 +210,6 @@ func newReduceMulti(id planID, desc ReduceDesc, axes []int, numel int64) (*Reduc
 	L := &m.seg
 	L.k, L.slices, L.scale = m.n, p.slices, p.scale
 	L.chunk, L.nchunks = segGeometry(p.slices, m.n, desc.DType.Size())
-	if !desc.Op.hasStats() && knob(reduceSegFineEnv) == "always" {
-		m.segFine = true
-		L.chunk, L.nchunks = segFineGeometry(m.n, desc.DType.Size())
-	}
 	L.tiles = p.slices * L.nchunks
 	// Row-major strides of the coalesced groups, then the kept groups and
 	// the outer reduced groups outermost first; the innermost reduced group
@@ -294,16 +277,6 @@ func segGeometry(c, n int64, size int) (chunk, nchunks int64) {
 	nc = min(nc, n/(redBlock*4*np), segMaxChunks)
 	nc = max(nc, 1)
 	chunk = ceilDiv(ceilDiv(n, nc), np) * np
-	return chunk, ceilDiv(n, chunk)
-}
-
-// segFineGeometry cuts a slice of n elements of size bytes into chunks
-// of segBatch 16-byte packs for each of a block's threads (the last
-// chunk shorter), or one chunk of n rounded up to a pack where n is
-// shorter than that.
-func segFineGeometry(n int64, size int) (chunk, nchunks int64) {
-	np := int64(16 / size)
-	chunk = min(redBlock*segBatch*np, ceilDiv(n, np)*np)
 	return chunk, ceilDiv(n, chunk)
 }
 

@@ -230,8 +230,7 @@ func (p *ReduceBackward) flatStatsPlan(pl *reduceLaunchPlan, kf kernelFacts, dev
 // its blocks are at least as many as the SMs (or reduceSegcEnv says
 // always), the device has its build (9.0) and gives a block its shared
 // memory, one launch; else the seg kernel, its statistics pass first for
-// var and std, a grid of at most the resident blocks (under
-// reduceSegFineEnv, Sum and Mean a block per tile). Both take 16-byte
+// var and std, a grid of at most the resident blocks. Both take 16-byte
 // accesses (L.vec) where x and dx allow them.
 func (p *ReduceBackward) segPolicy(a *ReduceArgs, dev *DeviceFacts) (pl reduceLaunchPlan, err error) {
 	m := p.multi
@@ -260,9 +259,6 @@ func (p *ReduceBackward) segPolicy(a *ReduceArgs, dev *DeviceFacts) (pl reduceLa
 	pl.L = m.seg
 	pl.L.vec = vec
 	grid := max(min(pl.L.tiles, int64(kf.sms*kf.blocks), maxGridX), 1)
-	if m.segFine && !p.desc.Op.needsSaved() {
-		grid = max(min(pl.L.tiles, maxGridX), 1)
-	}
 	if p.desc.Op.hasStats() {
 		pl.L.phase = redPhaseSegStats
 		pl.launch(m.segK, grid, 0)

@@ -84,65 +84,6 @@ func TestReduceSegBatchWalk(t *testing.T) {
 	}
 }
 
-// TestReduceSegFine: under reduceSegFineEnv=always the ops without
-// statistics cut slices into chunks of segBatch packs a thread that
-// cover each slice once (the walk cases' offsets), Sum and Mean launch a
-// block per tile, and the ops with statistics keep segGeometry.
-func TestReduceSegFine(t *testing.T) {
-	bench := []int{32, 256, 56, 56}
-	p, err := NewReduceBackward(ReduceDesc{Op: ReduceSum, DType: dtype.BF16, Shape: bench, Axes: []int{0, 2, 3}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p.multi.segFine || p.multi.seg.nchunks != 4 {
-		t.Fatalf("default: fine %v, layout %+v", p.multi.segFine, p.multi.seg)
-	}
-	t.Setenv(reduceSegFineEnv, "always")
-	for _, op := range []ReduceOp{ReduceSum, ReduceMean, ReduceNorm2, ReduceMax, ReduceVar} {
-		for _, dt := range []dtype.DType{dtype.BF16, dtype.F32} {
-			p, err := NewReduceBackward(ReduceDesc{Op: op, DType: dt, Shape: bench, Axes: []int{0, 2, 3}, Correction: 1})
-			if err != nil {
-				t.Fatal(err)
-			}
-			L, np := p.multi.seg, int64(16/dt.Size())
-			if p.multi.segFine != !op.hasStats() {
-				t.Fatalf("%s %s: fine %v", op, dt, p.multi.segFine)
-			}
-			if !p.multi.segFine {
-				if c, nc := segGeometry(L.slices, L.k, dt.Size()); L.chunk != c || L.nchunks != nc {
-					t.Fatalf("%s %s: layout %+v, want segGeometry's", op, dt, L)
-				}
-				continue
-			}
-			if L.chunk != redBlock*segBatch*np || L.nchunks != ceilDiv(32*3136, L.chunk) || L.tiles != 256*L.nchunks {
-				t.Fatalf("%s %s: layout %+v", op, dt, L)
-			}
-			pl, err := p.Launches(factsH100, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(pl) != 1 || pl[0].Grid > L.tiles || !op.needsSaved() && pl[0].Grid != L.tiles {
-				t.Fatalf("%s %s: launches %+v, want one of %d blocks (at most, for %s)", op, dt, pl, L.tiles, op)
-			}
-		}
-	}
-	for _, c := range []walkCase{
-		{[]int{4, 16, 28, 28}, []int{0, 2, 3}}, {[]int{3, 5, 33}, []int{0, 2}}, {[]int{2, 3, 2, 3, 2}, []int{0, 2, 4}},
-		{[]int{16, 4, 4096}, []int{0, 2}}, {[]int{64, 2, 3000}, []int{0, 2}}, {[]int{2, 3, 9000}, []int{0, 2}},
-	} {
-		for _, dt := range []dtype.DType{dtype.F32, dtype.BF16, dtype.F64} {
-			p, err := NewReduceBackward(ReduceDesc{Op: ReduceSum, DType: dt, Shape: c.shape, Axes: c.axes})
-			if err != nil || p.Path() != "seg" || !p.multi.segFine {
-				t.Fatalf("%v over %v: %v, path %q", c.shape, c.axes, err, p.Path())
-			}
-			L := &p.multi.seg
-			if L.nchunks*L.slices != L.tiles || L.chunk*L.nchunks < L.k || L.chunk*(L.nchunks-1) >= L.k {
-				t.Fatalf("%v over %v: layout %+v", c.shape, c.axes, *L)
-			}
-		}
-	}
-}
-
 // TestReduceSegcTies: Max and Min take the clustered seg kernel only under
 // reduceSegcTiesEnv=always (and not where reduceSegcEnv says never), with
 // the cut Var takes; Prod never does.

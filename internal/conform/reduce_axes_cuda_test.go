@@ -57,19 +57,3 @@ func TestReduceAxesClusterTiesGPU(t *testing.T) {
 		}
 	}
 }
-
-// TestReduceAxesFineGPU runs the multi-axis suite for every op with the
-// seg kernel's fine chunks for the ops without statistics
-// (BARACUDA_REDUCE_SEGFINE=always; the others keep their plans).
-func TestReduceAxesFineGPU(t *testing.T) {
-	t.Setenv("BARACUDA_REDUCE_SEGFINE", "always")
-	env := testEnv(t)
-	cases := ReduceAxesCases(quick())
-	for _, op := range ops.ReduceOps() {
-		for _, dt := range dtype.All {
-			t.Run("reduce_bw_"+op.String()+"_"+dt.Suffix()+"_fine", func(t *testing.T) {
-				report(t, env.CheckReduceAxes(op, dt, cases, 53))
-			})
-		}
-	}
-}
