@@ -213,24 +213,22 @@ __device__ __forceinline__ void reduce_seg(const T* __restrict__ x, const T* __r
 	}
 }
 
-// reduce_segc: var and std (and max and min) on the seg path as thread
-// block clusters of RED_SEG_CLUSTER blocks (compute capability 9.0; empty
-// below it, it is only launched from the compute_90 build): cluster c
+// reduce_segc: var and std on the seg path as thread block clusters of
+// RED_SEG_CLUSTER blocks (compute capability 9.0; empty below it and for
+// the other ops, it is only launched from the compute_90 build): cluster c
 // is slice c, block rank r its chunk r (L.chunk positions, L.nchunks ==
 // RED_SEG_CLUSTER, tiles = slices*RED_SEG_CLUSTER, one block per tile).
 // Each block keeps its chunk of x in dynamic shared memory, publishes its
 // partial sum, and after a cluster barrier combines the cluster's partials
 // in rank order (the same bits in every block) and writes dx from shared
-// memory: x is read once, where the two passes read it twice. For max and
-// min the partials are tie counts (integers: dx has the two passes' bits),
-// and dx is written once, with no provisional dx to mend.
+// memory: x is read once, where the two passes read it twice.
 template <typename T, typename Op>
 __device__ __forceinline__ void reduce_segc(const T* __restrict__ x, const T* __restrict__ y,
 		const T* __restrict__ dy, T* __restrict__ dx, void* __restrict__, const ReduceLayout& L) {
 #if __CUDA_ARCH__ >= 900
 	typedef typename OpMath<T>::type M;
 	constexpr int N = Pack<T>::N;
-	if (!Op::stats) return;
+	if (!Op::stats || Op::provisional) return;
 	__shared__ RedAcc<M> sm[RED_BLOCK / 32];
 	__shared__ RedAcc<M> pub;
 	T* buf = reinterpret_cast<T*>(red_dyn);

@@ -49,7 +49,7 @@ const redSegCluster = 8
 // with per-slice statistics (the tie count, the zero count and product,
 // the mean: hasStats in ops/reduce.go), redMomentOps those whose
 // statistics need x read twice (var and std: the "one" kernel keeps x in
-// shared memory between the passes), redSegcOps those "segc" serves, redFlatOps those that "flat" serves
+// shared memory between the passes), redFlatOps those that "flat" serves
 // (every op whose dx is a map of x with dy and y broadcast, the
 // provisional ones: max, min and prod, and var and std, a statistics pass
 // then an apply pass), redFixOps those whose flat dx is provisional ("fix"
@@ -57,7 +57,6 @@ const redSegCluster = 8
 var (
 	redStatsOps  = []string{"max", "min", "prod", "var", "std"}
 	redMomentOps = []string{"var", "std"}
-	redSegcOps   = []string{"max", "min", "var", "std"}
 	redFlatOps   = []string{"sum", "mean", "max", "min", "prod", "norm2", "logsumexp", "var", "std"}
 	redFixOps    = []string{"max", "min", "prod"}
 )
@@ -116,11 +115,10 @@ var reduceFamily = Family{
 		// (reduce_seg.cuh); every op, a statistics pass and an apply pass
 		// chosen by the layout's phase, so one entry per (op, dtype).
 		{Name: "seg", Template: "reduce_seg"},
-		// segc: var and std (and max and min, which ops takes only under
-		// BARACUDA_REDUCE_SEGC_TIES) on the seg path as clusters of
-		// redSegCluster blocks, one cluster per slice, which keep x in
-		// shared memory (compute capability 9.0, its own build).
-		{Name: "segc", Template: "reduce_segc", MinMajor: 9, Cluster: redSegCluster, Ops: redSegcOps},
+		// segc: var and std on the seg path as clusters of redSegCluster
+		// blocks, one cluster per slice, which keep x in shared memory
+		// (compute capability 9.0, its own build).
+		{Name: "segc", Template: "reduce_segc", MinMajor: 9, Cluster: redSegCluster, Ops: redMomentOps},
 		// short: a single axis of at most 16 positions over many slices
 		// on dense operands (reduce_short.cuh): a thread per slice, or per
 		// vector of adjacent slices along an outer axis; every op. Two

@@ -9,17 +9,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) __cluster_dims__(2, 1, 1) r
 extern "C" __global__ void __launch_bounds__(256, 1) __cluster_dims__(2, 1, 1) reduce_bw_max_f32_stripc(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_stripc<float, RedMaxMin>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 1) __cluster_dims__(8, 1, 1) reduce_bw_max_f32_segc(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_segc<float, RedMaxMin>(x, y, dy, dx, ws, L);
-}
 extern "C" __global__ void __launch_bounds__(256, 1) __cluster_dims__(2, 1, 1) reduce_bw_max_f16_cluster(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_cluster<__half, RedMaxMin>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) __cluster_dims__(2, 1, 1) reduce_bw_max_f16_stripc(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_stripc<__half, RedMaxMin>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) __cluster_dims__(8, 1, 1) reduce_bw_max_f16_segc(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_segc<__half, RedMaxMin>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) __cluster_dims__(2, 1, 1) reduce_bw_max_bf16_cluster(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_cluster<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
@@ -27,17 +21,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) __cluster_dims__(2, 1, 1) r
 extern "C" __global__ void __launch_bounds__(256, 1) __cluster_dims__(2, 1, 1) reduce_bw_max_bf16_stripc(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_stripc<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 1) __cluster_dims__(8, 1, 1) reduce_bw_max_bf16_segc(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_segc<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
-}
 extern "C" __global__ void __launch_bounds__(256, 1) __cluster_dims__(2, 1, 1) reduce_bw_max_f64_cluster(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_cluster<double, RedMaxMin>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) __cluster_dims__(2, 1, 1) reduce_bw_max_f64_stripc(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_stripc<double, RedMaxMin>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) __cluster_dims__(8, 1, 1) reduce_bw_max_f64_segc(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_segc<double, RedMaxMin>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) __cluster_dims__(2, 1, 1) reduce_bw_min_f32_cluster(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_cluster<float, RedMaxMin>(x, y, dy, dx, ws, L);
@@ -45,17 +33,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) __cluster_dims__(2, 1, 1) r
 extern "C" __global__ void __launch_bounds__(256, 1) __cluster_dims__(2, 1, 1) reduce_bw_min_f32_stripc(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_stripc<float, RedMaxMin>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 1) __cluster_dims__(8, 1, 1) reduce_bw_min_f32_segc(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_segc<float, RedMaxMin>(x, y, dy, dx, ws, L);
-}
 extern "C" __global__ void __launch_bounds__(256, 1) __cluster_dims__(2, 1, 1) reduce_bw_min_f16_cluster(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_cluster<__half, RedMaxMin>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) __cluster_dims__(2, 1, 1) reduce_bw_min_f16_stripc(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_stripc<__half, RedMaxMin>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) __cluster_dims__(8, 1, 1) reduce_bw_min_f16_segc(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_segc<__half, RedMaxMin>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) __cluster_dims__(2, 1, 1) reduce_bw_min_bf16_cluster(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_cluster<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
@@ -63,17 +45,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) __cluster_dims__(2, 1, 1) r
 extern "C" __global__ void __launch_bounds__(256, 1) __cluster_dims__(2, 1, 1) reduce_bw_min_bf16_stripc(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_stripc<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 1) __cluster_dims__(8, 1, 1) reduce_bw_min_bf16_segc(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_segc<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
-}
 extern "C" __global__ void __launch_bounds__(256, 1) __cluster_dims__(2, 1, 1) reduce_bw_min_f64_cluster(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_cluster<double, RedMaxMin>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) __cluster_dims__(2, 1, 1) reduce_bw_min_f64_stripc(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_stripc<double, RedMaxMin>(x, y, dy, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) __cluster_dims__(8, 1, 1) reduce_bw_min_f64_segc(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
-	reduce_segc<double, RedMaxMin>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) __cluster_dims__(2, 1, 1) reduce_bw_prod_f32_cluster(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_cluster<float, RedProd>(x, y, dy, dx, ws, L);

@@ -419,9 +419,8 @@ func (p *ReduceBackward) Kernel() KernelInfo {
 	// its SMs). A plan over several axes names the single-axis plan's
 	// kernel on its coalesced view (Path "single"), or the seg kernel,
 	// which writes dx in its apply pass (Path "seg"), but "segc" where the
-	// plan has the clustered seg kernel (var and std, and max and min
-	// under BARACUDA_REDUCE_SEGC_TIES, whose slices fit a cluster's
-	// shared memory), the form Run takes on compute capability
+	// plan has the clustered seg kernel (var and std whose slices fit a
+	// cluster's shared memory), the form Run takes on compute capability
 	// 9.0 and up where its blocks are at least as many as the GPU's SMs.
 	// "short" comes before all of these: a single axis of at most 16
 	// positions over at least 2^16 slices (any count under

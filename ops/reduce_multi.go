@@ -28,8 +28,7 @@ import (
 //     twice, a statistics pass into the workspace and an apply pass, which
 //     combines each slice's partials in a fixed order; Var and Std on
 //     compute capability 9.0 may take its clustered form instead
-//     (reduceSegcEnv; Max and Min under reduceSegcTiesEnv), which reads x
-//     once.
+//     (reduceSegcEnv), which reads x once.
 
 // reduceMulti is a multi-axis plan's own state.
 type reduceMulti struct {
@@ -45,9 +44,8 @@ type reduceMulti struct {
 	// Several: the seg kernel and its layout (phase and vec set by Run).
 	segK *kernelRef
 	seg  reduceLayout
-	// Var and Std (and Max and Min under reduceSegcTiesEnv) where a slice
-	// fits in a cluster's shared memory: the clustered seg kernel and its
-	// layout (nil where off).
+	// Var and Std where a slice fits in a cluster's shared memory: the
+	// clustered seg kernel and its layout (nil where off).
 	segcK   *kernelRef
 	segc    reduceLayout
 	segcAny bool // ... whatever the grid (reduceSegcEnv)
@@ -69,20 +67,6 @@ type reduceMulti struct {
 // "always" takes it whatever the grid (so that tests reach it with small
 // tensors). It is a kernel developer's knob; users leave it unset.
 const reduceSegcEnv = "BARACUDA_REDUCE_SEGC"
-
-// reduceSegcTiesEnv, read when a plan is made: "always" gives Max and Min
-// the clustered seg kernel too (under reduceSegcEnv's rules, as Var and
-// Std): one launch that counts a slice's ties in the cluster and writes dx
-// from shared memory, where the seg kernel's statistics pass writes a
-// provisional dx and its apply pass rewrites the chunks of slices with
-// ties (or with none equal to y). Its dx has the seg kernel's bits (the
-// counts are integers). Unset or "never", Max and Min keep the two passes.
-// It is a kernel developer's knob; users leave it unset.
-const reduceSegcTiesEnv = "BARACUDA_REDUCE_SEGC_TIES"
-
-// segBatch is the 16-byte packs a thread takes in one batch of the seg
-// kernel's loop (RED_SEG_BATCH in gen/reduce_seg.cuh).
-const segBatch = 4
 
 // redPhaseSegStats is RED_PHASE_SEG_STATS: the seg kernel's statistics pass.
 const redPhaseSegStats = 3
@@ -238,8 +222,7 @@ func newReduceMulti(id planID, desc ReduceDesc, axes []int, numel int64) (*Reduc
 	if desc.Op.hasStats() {
 		p.ws = (L.tiles*redAccSize(desc.DType) + 15) &^ 15
 	}
-	segcOp := stripOp(desc.Op) || (desc.Op == ReduceMax || desc.Op == ReduceMin) && knob(reduceSegcTiesEnv) == "always"
-	if mode := knob(reduceSegcEnv); segcOp && mode != "never" {
+	if mode := knob(reduceSegcEnv); stripOp(desc.Op) && mode != "never" {
 		size := int64(desc.DType.Size())
 		np := 16 / size
 		chunk := ceilDiv(ceilDiv(m.n, redSegCluster), np) * np

@@ -1,11 +1,10 @@
 package ops
 
-import (
-	"strings"
-	"testing"
+import "testing"
 
-	"github.com/baracuda-go/baracuda/dtype"
-)
+// segBatch is the 16-byte packs a thread takes in one batch of the seg
+// kernel's loop (RED_SEG_BATCH in gen/reduce_seg.cuh).
+const segBatch = 4
 
 // segBatchWalk models red_seg_each's packed loop (gen/reduce_seg.cuh) for
 // a chunk of n packs from pack p0: thread tid takes every redBlock-th pack,
@@ -81,47 +80,5 @@ func TestReduceSegBatchWalk(t *testing.T) {
 				}
 			}
 		}
-	}
-}
-
-// TestReduceSegcTies: Max and Min take the clustered seg kernel only under
-// reduceSegcTiesEnv=always (and not where reduceSegcEnv says never), with
-// the cut Var takes; Prod never does.
-func TestReduceSegcTies(t *testing.T) {
-	desc := func(op ReduceOp) ReduceDesc {
-		return ReduceDesc{Op: op, DType: dtype.BF16, Shape: []int{32, 256, 56, 56}, Axes: []int{0, 2, 3}, Correction: 1}
-	}
-	p, err := NewReduceBackward(desc(ReduceMax))
-	if err != nil || p.multi.segcK != nil {
-		t.Fatalf("default: %v, %+v", err, p.multi)
-	}
-	t.Setenv(reduceSegcTiesEnv, "always")
-	pv, err := NewReduceBackward(desc(ReduceVar))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, op := range []ReduceOp{ReduceMax, ReduceMin} {
-		p, err := NewReduceBackward(desc(op))
-		if err != nil || p.multi.segcK == nil || p.multi.segc.chunk != pv.multi.segc.chunk || p.multi.segc.tiles != pv.multi.segc.tiles || p.multi.segcK.smem != pv.multi.segcK.smem ||
-			!strings.HasSuffix(p.Kernel().Name, "_segc") {
-			t.Fatalf("%s: %v, %+v", op, err, p.multi)
-		}
-		pl, err := p.Launches(factsH100, nil)
-		if err != nil || len(pl) != 1 || !strings.HasSuffix(pl[0].Kernel, "_segc") || pl[0].Grid != 256*redSegCluster {
-			t.Fatalf("%s: %v, launches %+v", op, err, pl)
-		}
-		pl, err = p.Launches(factsA100, nil)
-		if err != nil || len(pl) != 2 || !strings.HasSuffix(pl[0].Kernel, "_seg") {
-			t.Fatalf("%s on 8.0: %v, launches %+v", op, err, pl)
-		}
-	}
-	p, err = NewReduceBackward(desc(ReduceProd))
-	if err != nil || p.multi.segcK != nil {
-		t.Fatalf("prod: %v, %+v", err, p.multi)
-	}
-	t.Setenv(reduceSegcEnv, "never")
-	p, err = NewReduceBackward(desc(ReduceMax))
-	if err != nil || p.multi.segcK != nil {
-		t.Fatalf("never: %v, %+v", err, p.multi)
 	}
 }

@@ -39,21 +39,3 @@ func TestReduceAxesClusterGPU(t *testing.T) {
 		}
 	}
 }
-
-// TestReduceAxesClusterTiesGPU runs the multi-axis suite for Max and Min
-// on the clustered seg kernel (BARACUDA_REDUCE_SEGC_TIES=always, forced
-// whatever the grid); on a GPU without clusters the plans keep the two
-// passes.
-func TestReduceAxesClusterTiesGPU(t *testing.T) {
-	t.Setenv("BARACUDA_REDUCE_SEGC", "always")
-	t.Setenv("BARACUDA_REDUCE_SEGC_TIES", "always")
-	env := testEnv(t)
-	cases := ReduceAxesCases(quick())
-	for _, op := range []ops.ReduceOp{ops.ReduceMax, ops.ReduceMin} {
-		for _, dt := range dtype.All {
-			t.Run("reduce_bw_"+op.String()+"_"+dt.Suffix()+"_segc", func(t *testing.T) {
-				report(t, env.CheckReduceAxes(op, dt, cases, 47))
-			})
-		}
-	}
-}
