@@ -30,7 +30,7 @@ var bcastFamily = Family{
 		ptrParam("db", "T* __restrict__"),
 		ptrParam("ws", "void* __restrict__"),
 		{Name: "scalar", C: "double", PTX: "f64", Size: 8, Align: 8},
-		{Name: "L", C: "BcastLayout", PTX: "b8", Size: 704, Align: 8},
+		{Name: "L", C: "BcastLayout", PTX: "b8", Size: 712, Align: 8},
 	},
 	DTypes: allDTypes,
 	Ops:    binaryFamily.Ops,
