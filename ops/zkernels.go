@@ -605,7 +605,7 @@ var familyTable = [...]familyRow{
 		{name: "db", ptx: "u64", size: 8, align: 8},
 		{name: "ws", ptx: "u64", size: 8, align: 8},
 		{name: "scalar", ptx: "f64", size: 8, align: 8},
-		{name: "L", ptx: "b8", size: 704, align: 8},
+		{name: "L", ptx: "b8", size: 712, align: 8},
 	}},
 	{name: "reduce", prefix: "reduce_bw", block: 256, params: []abiParam{
 		{name: "x", ptx: "u64", size: 8, align: 8},
