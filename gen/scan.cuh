@@ -103,3 +103,4 @@
 #include "scan_colstrip.cuh"
 #include "scan_short.cuh"
 #include "scan_tall.cuh"
+#include "scan_tallrow.cuh"

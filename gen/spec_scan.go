@@ -60,5 +60,11 @@ var scanFamily = Family{
 		// spills at three).
 		{Name: "tall", Template: "scan_backward_tall", MinBlocks: 3,
 			OpMinBlocks: map[string]int{"logcumsumexp": 2}},
+		// tallrow: the tall mapping over SCAN_TALLROW_K contiguous
+		// columns as one long row of row vectors, a run of whole rows a
+		// thread in registers (ops/scan_tallrow.go, gen/scan_tallrow.cuh).
+		// Cumsum at four blocks per SM (64 registers, no spills; 80 and
+		// three blocks for 16-bit types without the bound).
+		{Name: "tallrow", Template: "scan_backward_tallrow", OpMinBlocks: map[string]int{"cumsum": 4}},
 	},
 }
