@@ -63,8 +63,8 @@ var scanFamily = Family{
 		// tallrow: the tall mapping over SCAN_TALLROW_K contiguous
 		// columns as one long row of row vectors, a run of whole rows a
 		// thread in registers (ops/scan_tallrow.go, gen/scan_tallrow.cuh).
-		// Cumsum at four blocks per SM (64 registers, no spills; 80 and
-		// three blocks for 16-bit types without the bound).
-		{Name: "tallrow", Template: "scan_backward_tallrow", OpMinBlocks: map[string]int{"cumsum": 4}},
+		// ptxas's own register choice (cumsum f32 at 64 registers, four
+		// blocks per SM; at four blocks the 16-bit cumsum kernels spill).
+		{Name: "tallrow", Template: "scan_backward_tallrow"},
 	},
 }

@@ -14,7 +14,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_cumsum_f32_short(co
 extern "C" __global__ void __launch_bounds__(256, 3) scan_bw_cumsum_f32_tall(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<float, CumsumBw>(dy, x, y, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 4) scan_bw_cumsum_f32_tallrow(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+extern "C" __global__ void __launch_bounds__(256) scan_bw_cumsum_f32_tallrow(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tallrow<float, CumsumBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cumsum_f16_row(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
@@ -29,7 +29,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_cumsum_f16_short(co
 extern "C" __global__ void __launch_bounds__(256, 3) scan_bw_cumsum_f16_tall(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<__half, CumsumBw>(dy, x, y, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 4) scan_bw_cumsum_f16_tallrow(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+extern "C" __global__ void __launch_bounds__(256) scan_bw_cumsum_f16_tallrow(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tallrow<__half, CumsumBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cumsum_bf16_row(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
@@ -44,7 +44,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_cumsum_bf16_short(c
 extern "C" __global__ void __launch_bounds__(256, 3) scan_bw_cumsum_bf16_tall(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<__nv_bfloat16, CumsumBw>(dy, x, y, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 4) scan_bw_cumsum_bf16_tallrow(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+extern "C" __global__ void __launch_bounds__(256) scan_bw_cumsum_bf16_tallrow(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tallrow<__nv_bfloat16, CumsumBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cumsum_f64_row(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
@@ -59,7 +59,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_cumsum_f64_short(co
 extern "C" __global__ void __launch_bounds__(256, 3) scan_bw_cumsum_f64_tall(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<double, CumsumBw>(dy, x, y, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 4) scan_bw_cumsum_f64_tallrow(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+extern "C" __global__ void __launch_bounds__(256) scan_bw_cumsum_f64_tallrow(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tallrow<double, CumsumBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cumprod_f32_row(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {

@@ -15,7 +15,7 @@ extern "C" __global__ void __launch_bounds__(128, 6) scan_bw_cumsum_bf16_short(c
 extern "C" __global__ void __launch_bounds__(256, 3) scan_bw_cumsum_bf16_tall(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<__nv_bfloat16, CumsumBw>(dy, x, y, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 4) scan_bw_cumsum_bf16_tallrow(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 3) scan_bw_cumsum_bf16_tallrow(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tallrow<__nv_bfloat16, CumsumBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 3) scan_bw_cumprod_bf16_row(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
