@@ -7,8 +7,8 @@
 //
 // A tile is SCAN_THREADS * R consecutive rows (rows of all K columns, one
 // contiguous chunk of the operand); thread t owns rows t*R .. t*R+R-1, R*K
-// consecutive elements that it moves with the row mapping's 16-byte packs
-// (load_run, store_run) straight into registers: no shared memory image,
+// consecutive elements that it moves in 16-byte packs (tallrow_fetch,
+// the row mapping's store_run) straight into registers: no shared memory image,
 // every load of the run in flight at once. In registers the run splits
 // into K ScanRuns (scan_run.cuh) of R elements, one per column, so the op
 // math, the forward state, the run maps and dx are the row mapping's own.
