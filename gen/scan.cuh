@@ -57,7 +57,8 @@
 // every loop below walks scan order.
 //
 // Mappings (chosen by the launcher from the shape; gen/scan_tall.cuh has
-// a third, tall, for an outer axis over a few narrow contiguous slices):
+// a third, tall, for an outer axis over a few narrow contiguous slices,
+// and gen/scan_tallrow.cuh its form for 4 columns, tallrow):
 //   row  the axis is the innermost dim: `split` threads (32..256) share a
 //        slice, each owning a run of ScanItems::row consecutive elements
 //        (16-byte packs when the operands are contiguous along the axis and
@@ -103,3 +104,4 @@
 #include "scan_colstrip.cuh"
 #include "scan_short.cuh"
 #include "scan_tall.cuh"
+#include "scan_tallrow.cuh"

@@ -177,6 +177,38 @@ __device__ __forceinline__ void tall_fill(unsigned char* __restrict__ ws, const 
 			reinterpret_cast<unsigned*>(ws + L.ws_flags)[q * L.units + a * rounds + r] = SCAN_NONE;
 }
 
+// tall_tile names the block's tile: tile row q (memory order) of batch a
+// of A, and c, its place in carry order. The forward-state pass and an
+// unchunked launch take a block per tile and batch; a chunked main launch
+// takes tiles in carry order from the ticket counter (t = c * A + a),
+// after the fill blocks where the op has no forward-state passes (ready:
+// every fill block was done when the ticket was taken). Returns false
+// for a fill block, which has nothing else to do.
+template <typename Op>
+__device__ __forceinline__ bool tall_tile(unsigned char* ws, const ScanLayout& L, i64 A, i64& c, i64& q, i64& a,
+		bool& ready) {
+	if (L.phase == SCAN_FWD_TILES || L.chunks <= 1) {
+		q = (i64)blockIdx.x / A;
+		a = (i64)blockIdx.x - q * A;
+		return true;
+	}
+	i64 t;
+	if (Op::fwd) {
+		// The forward-state passes filled the slots and reset the
+		// counter: no fill blocks.
+		t = scan_ticket(ws);
+	} else {
+		t = scan_take(ws, L.ws_fill, L.fillers);
+		if (t < 0) return false;
+		ready = (t & SCAN_READY) != 0;
+		t &= ~SCAN_READY;
+	}
+	c = t / A;
+	a = t - c * A;
+	q = L.reverse != 0 ? c : L.chunks - 1 - c;
+	return true;
+}
+
 template <typename T, typename Op>
 __device__ __forceinline__ void scan_backward_tall(const T* __restrict__ dy, const T* __restrict__ x,
 		const T* __restrict__ y, T* __restrict__ dx, void* __restrict__ wsp, const ScanLayout& L) {
@@ -206,25 +238,7 @@ __device__ __forceinline__ void scan_backward_tall(const T* __restrict__ dy, con
 
 	i64 c = 0, q, a;
 	bool ready = true;
-	if (L.phase == SCAN_FWD_TILES || !chunked) {
-		q = (i64)blockIdx.x / A;
-		a = (i64)blockIdx.x - q * A;
-	} else {
-		i64 t;
-		if (Op::fwd) {
-			// The forward-state passes filled the slots and reset the
-			// counter: no fill blocks.
-			t = scan_ticket(ws);
-		} else {
-			t = scan_take(ws, L.ws_fill, L.fillers);
-			if (t < 0) return;
-			ready = (t & SCAN_READY) != 0;
-			t &= ~SCAN_READY;
-		}
-		c = t / A;
-		a = t - c * A;
-		q = rev ? c : L.chunks - 1 - c;
-	}
+	if (!tall_tile<Op>(ws, L, A, c, q, a, ready)) return;
 	const i64 rows = (i64)wc * 32 * items;
 	const i64 tk0 = q * rows;
 	const i64 tk1 = tk0 + rows < L.n ? tk0 + rows : L.n;

@@ -68,6 +68,8 @@ var consts = []Const{
 		Comment: "from this many tiles a slice on, the row mapping's forward prefix pass takes a block per slice rather than a thread"},
 	{Name: "SCAN_TALL_ROUNDS", GoName: "scanTallMaxRounds", Value: 4,
 		Comment: "the most rounds of columns a tall tile's warps serve one after another (each round's look-back has its own warp where an op takes two passes)"},
+	{Name: "SCAN_TALLROW_K", GoName: "scanTallRowK", Value: 4,
+		Comment: "the inner extent (columns) of the rows the tallrow kernel serves: a power of two up to 32, and a thread's run of ScanItems::row elements is whole rows"},
 	{Name: "SCAN_COUNTER", GoName: "scanCounter", Value: 16,
 		Comment: "the scan workspace's first bytes: the ticket counter and room to keep what follows 16-byte aligned"},
 }
@@ -86,6 +88,9 @@ func validateConsts() error {
 		}
 		seen[c.Name], seen[c.GoName] = true, true
 		byName[c.Name] = c.Value
+	}
+	if k := byName["SCAN_TALLROW_K"]; k < 1 || 8%k != 0 {
+		return fmt.Errorf("const SCAN_TALLROW_K is %d, not a power of two that divides 8 (the fewest elements of a row run)", k)
 	}
 	if byName["SCAN_TALL_ROUNDS"] > byName["SCAN_WARPS"] {
 		return fmt.Errorf("const SCAN_TALL_ROUNDS is %d, more than SCAN_WARPS %d (a warp chains each round)", byName["SCAN_TALL_ROUNDS"], byName["SCAN_WARPS"])

@@ -60,5 +60,11 @@ var scanFamily = Family{
 		// spills at three).
 		{Name: "tall", Template: "scan_backward_tall", MinBlocks: 3,
 			OpMinBlocks: map[string]int{"logcumsumexp": 2}},
+		// tallrow: the tall mapping over SCAN_TALLROW_K contiguous
+		// columns as one long row of row vectors, a run of whole rows a
+		// thread in registers (ops/scan_tallrow.go, gen/scan_tallrow.cuh).
+		// ptxas's own register choice (cumsum f32 at 64 registers, four
+		// blocks per SM; at four blocks the 16-bit cumsum kernels spill).
+		{Name: "tallrow", Template: "scan_backward_tallrow"},
 	},
 }

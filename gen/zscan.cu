@@ -14,6 +14,9 @@ extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_cumsum_f32_short(co
 extern "C" __global__ void __launch_bounds__(256, 3) scan_bw_cumsum_f32_tall(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<float, CumsumBw>(dy, x, y, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256) scan_bw_cumsum_f32_tallrow(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+	scan_backward_tallrow<float, CumsumBw>(dy, x, y, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cumsum_f16_row(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_row<__half, CumsumBw>(dy, x, y, dx, ws, L);
 }
@@ -25,6 +28,9 @@ extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_cumsum_f16_short(co
 }
 extern "C" __global__ void __launch_bounds__(256, 3) scan_bw_cumsum_f16_tall(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<__half, CumsumBw>(dy, x, y, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(256) scan_bw_cumsum_f16_tallrow(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+	scan_backward_tallrow<__half, CumsumBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cumsum_bf16_row(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_row<__nv_bfloat16, CumsumBw>(dy, x, y, dx, ws, L);
@@ -38,6 +44,9 @@ extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_cumsum_bf16_short(c
 extern "C" __global__ void __launch_bounds__(256, 3) scan_bw_cumsum_bf16_tall(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<__nv_bfloat16, CumsumBw>(dy, x, y, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256) scan_bw_cumsum_bf16_tallrow(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+	scan_backward_tallrow<__nv_bfloat16, CumsumBw>(dy, x, y, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cumsum_f64_row(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_row<double, CumsumBw>(dy, x, y, dx, ws, L);
 }
@@ -49,6 +58,9 @@ extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_cumsum_f64_short(co
 }
 extern "C" __global__ void __launch_bounds__(256, 3) scan_bw_cumsum_f64_tall(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<double, CumsumBw>(dy, x, y, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(256) scan_bw_cumsum_f64_tallrow(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+	scan_backward_tallrow<double, CumsumBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cumprod_f32_row(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_row<float, CumprodBw>(dy, x, y, dx, ws, L);
@@ -62,6 +74,9 @@ extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_cumprod_f32_short(c
 extern "C" __global__ void __launch_bounds__(256, 3) scan_bw_cumprod_f32_tall(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<float, CumprodBw>(dy, x, y, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256) scan_bw_cumprod_f32_tallrow(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+	scan_backward_tallrow<float, CumprodBw>(dy, x, y, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cumprod_f16_row(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_row<__half, CumprodBw>(dy, x, y, dx, ws, L);
 }
@@ -73,6 +88,9 @@ extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_cumprod_f16_short(c
 }
 extern "C" __global__ void __launch_bounds__(256, 3) scan_bw_cumprod_f16_tall(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<__half, CumprodBw>(dy, x, y, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(256) scan_bw_cumprod_f16_tallrow(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+	scan_backward_tallrow<__half, CumprodBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cumprod_bf16_row(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_row<__nv_bfloat16, CumprodBw>(dy, x, y, dx, ws, L);
@@ -86,6 +104,9 @@ extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_cumprod_bf16_short(
 extern "C" __global__ void __launch_bounds__(256, 3) scan_bw_cumprod_bf16_tall(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<__nv_bfloat16, CumprodBw>(dy, x, y, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256) scan_bw_cumprod_bf16_tallrow(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+	scan_backward_tallrow<__nv_bfloat16, CumprodBw>(dy, x, y, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cumprod_f64_row(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_row<double, CumprodBw>(dy, x, y, dx, ws, L);
 }
@@ -97,6 +118,9 @@ extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_cumprod_f64_short(c
 }
 extern "C" __global__ void __launch_bounds__(256, 3) scan_bw_cumprod_f64_tall(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<double, CumprodBw>(dy, x, y, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(256) scan_bw_cumprod_f64_tallrow(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+	scan_backward_tallrow<double, CumprodBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cummax_f32_row(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_row<float, CummaxBw>(dy, x, y, dx, ws, L);
@@ -110,6 +134,9 @@ extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_cummax_f32_short(co
 extern "C" __global__ void __launch_bounds__(256, 3) scan_bw_cummax_f32_tall(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<float, CummaxBw>(dy, x, y, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256) scan_bw_cummax_f32_tallrow(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+	scan_backward_tallrow<float, CummaxBw>(dy, x, y, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cummax_f16_row(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_row<__half, CummaxBw>(dy, x, y, dx, ws, L);
 }
@@ -121,6 +148,9 @@ extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_cummax_f16_short(co
 }
 extern "C" __global__ void __launch_bounds__(256, 3) scan_bw_cummax_f16_tall(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<__half, CummaxBw>(dy, x, y, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(256) scan_bw_cummax_f16_tallrow(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+	scan_backward_tallrow<__half, CummaxBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cummax_bf16_row(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_row<__nv_bfloat16, CummaxBw>(dy, x, y, dx, ws, L);
@@ -134,6 +164,9 @@ extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_cummax_bf16_short(c
 extern "C" __global__ void __launch_bounds__(256, 3) scan_bw_cummax_bf16_tall(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<__nv_bfloat16, CummaxBw>(dy, x, y, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256) scan_bw_cummax_bf16_tallrow(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+	scan_backward_tallrow<__nv_bfloat16, CummaxBw>(dy, x, y, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cummax_f64_row(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_row<double, CummaxBw>(dy, x, y, dx, ws, L);
 }
@@ -145,6 +178,9 @@ extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_cummax_f64_short(co
 }
 extern "C" __global__ void __launch_bounds__(256, 3) scan_bw_cummax_f64_tall(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<double, CummaxBw>(dy, x, y, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(256) scan_bw_cummax_f64_tallrow(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+	scan_backward_tallrow<double, CummaxBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cummin_f32_row(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_row<float, CumminBw>(dy, x, y, dx, ws, L);
@@ -158,6 +194,9 @@ extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_cummin_f32_short(co
 extern "C" __global__ void __launch_bounds__(256, 3) scan_bw_cummin_f32_tall(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<float, CumminBw>(dy, x, y, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256) scan_bw_cummin_f32_tallrow(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+	scan_backward_tallrow<float, CumminBw>(dy, x, y, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cummin_f16_row(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_row<__half, CumminBw>(dy, x, y, dx, ws, L);
 }
@@ -169,6 +208,9 @@ extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_cummin_f16_short(co
 }
 extern "C" __global__ void __launch_bounds__(256, 3) scan_bw_cummin_f16_tall(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<__half, CumminBw>(dy, x, y, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(256) scan_bw_cummin_f16_tallrow(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+	scan_backward_tallrow<__half, CumminBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cummin_bf16_row(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_row<__nv_bfloat16, CumminBw>(dy, x, y, dx, ws, L);
@@ -182,6 +224,9 @@ extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_cummin_bf16_short(c
 extern "C" __global__ void __launch_bounds__(256, 3) scan_bw_cummin_bf16_tall(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<__nv_bfloat16, CumminBw>(dy, x, y, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256) scan_bw_cummin_bf16_tallrow(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+	scan_backward_tallrow<__nv_bfloat16, CumminBw>(dy, x, y, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cummin_f64_row(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_row<double, CumminBw>(dy, x, y, dx, ws, L);
 }
@@ -193,6 +238,9 @@ extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_cummin_f64_short(co
 }
 extern "C" __global__ void __launch_bounds__(256, 3) scan_bw_cummin_f64_tall(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<double, CumminBw>(dy, x, y, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(256) scan_bw_cummin_f64_tallrow(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+	scan_backward_tallrow<double, CumminBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256) scan_bw_logcumsumexp_f32_row(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_row<float, LogcumsumexpBw>(dy, x, y, dx, ws, L);
@@ -206,6 +254,9 @@ extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_logcumsumexp_f32_sh
 extern "C" __global__ void __launch_bounds__(256, 2) scan_bw_logcumsumexp_f32_tall(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<float, LogcumsumexpBw>(dy, x, y, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256) scan_bw_logcumsumexp_f32_tallrow(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+	scan_backward_tallrow<float, LogcumsumexpBw>(dy, x, y, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256) scan_bw_logcumsumexp_f16_row(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_row<__half, LogcumsumexpBw>(dy, x, y, dx, ws, L);
 }
@@ -217,6 +268,9 @@ extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_logcumsumexp_f16_sh
 }
 extern "C" __global__ void __launch_bounds__(256, 2) scan_bw_logcumsumexp_f16_tall(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<__half, LogcumsumexpBw>(dy, x, y, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(256) scan_bw_logcumsumexp_f16_tallrow(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+	scan_backward_tallrow<__half, LogcumsumexpBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256) scan_bw_logcumsumexp_bf16_row(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_row<__nv_bfloat16, LogcumsumexpBw>(dy, x, y, dx, ws, L);
@@ -230,6 +284,9 @@ extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_logcumsumexp_bf16_s
 extern "C" __global__ void __launch_bounds__(256, 2) scan_bw_logcumsumexp_bf16_tall(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<__nv_bfloat16, LogcumsumexpBw>(dy, x, y, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256) scan_bw_logcumsumexp_bf16_tallrow(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+	scan_backward_tallrow<__nv_bfloat16, LogcumsumexpBw>(dy, x, y, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256) scan_bw_logcumsumexp_f64_row(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_row<double, LogcumsumexpBw>(dy, x, y, dx, ws, L);
 }
@@ -241,4 +298,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_logcumsumexp_f64_sh
 }
 extern "C" __global__ void __launch_bounds__(256, 2) scan_bw_logcumsumexp_f64_tall(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<double, LogcumsumexpBw>(dy, x, y, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(256) scan_bw_logcumsumexp_f64_tallrow(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+	scan_backward_tallrow<double, LogcumsumexpBw>(dy, x, y, dx, ws, L);
 }

@@ -15,6 +15,9 @@ extern "C" __global__ void __launch_bounds__(128, 6) scan_bw_cumsum_bf16_short(c
 extern "C" __global__ void __launch_bounds__(256, 3) scan_bw_cumsum_bf16_tall(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<__nv_bfloat16, CumsumBw>(dy, x, y, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256, 3) scan_bw_cumsum_bf16_tallrow(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+	scan_backward_tallrow<__nv_bfloat16, CumsumBw>(dy, x, y, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 3) scan_bw_cumprod_bf16_row(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_row<__nv_bfloat16, CumprodBw>(dy, x, y, dx, ws, L);
 }
@@ -26,6 +29,9 @@ extern "C" __global__ void __launch_bounds__(128, 6) scan_bw_cumprod_bf16_short(
 }
 extern "C" __global__ void __launch_bounds__(256, 3) scan_bw_cumprod_bf16_tall(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<__nv_bfloat16, CumprodBw>(dy, x, y, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(256, 3) scan_bw_cumprod_bf16_tallrow(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+	scan_backward_tallrow<__nv_bfloat16, CumprodBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 3) scan_bw_cummax_bf16_row(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_row<__nv_bfloat16, CummaxBw>(dy, x, y, dx, ws, L);
@@ -45,6 +51,9 @@ extern "C" __global__ void __launch_bounds__(128, 6) scan_bw_cummax_bf16_short(c
 extern "C" __global__ void __launch_bounds__(256, 3) scan_bw_cummax_bf16_tall(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<__nv_bfloat16, CummaxBw>(dy, x, y, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256, 3) scan_bw_cummax_bf16_tallrow(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+	scan_backward_tallrow<__nv_bfloat16, CummaxBw>(dy, x, y, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 3) scan_bw_cummin_bf16_row(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_row<__nv_bfloat16, CumminBw>(dy, x, y, dx, ws, L);
 }
@@ -63,6 +72,9 @@ extern "C" __global__ void __launch_bounds__(128, 6) scan_bw_cummin_bf16_short(c
 extern "C" __global__ void __launch_bounds__(256, 3) scan_bw_cummin_bf16_tall(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<__nv_bfloat16, CumminBw>(dy, x, y, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256, 3) scan_bw_cummin_bf16_tallrow(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+	scan_backward_tallrow<__nv_bfloat16, CumminBw>(dy, x, y, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 3) scan_bw_logcumsumexp_bf16_row(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_row<__nv_bfloat16, LogcumsumexpBw>(dy, x, y, dx, ws, L);
 }
@@ -74,4 +86,7 @@ extern "C" __global__ void __launch_bounds__(128, 6) scan_bw_logcumsumexp_bf16_s
 }
 extern "C" __global__ void __launch_bounds__(256, 2) scan_bw_logcumsumexp_bf16_tall(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<__nv_bfloat16, LogcumsumexpBw>(dy, x, y, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(256, 3) scan_bw_logcumsumexp_bf16_tallrow(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
+	scan_backward_tallrow<__nv_bfloat16, LogcumsumexpBw>(dy, x, y, dx, ws, L);
 }

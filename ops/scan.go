@@ -224,6 +224,12 @@ type ScanBackward struct {
 	// it where the operands allow (tallLayout), the col kernel elsewhere.
 	tallK *kernelRef
 	tallG *scanGeom
+	// trowK and trowG are the tallrow kernel and its geometry where the
+	// policy takes the tallrow form (scan_tallrow.go, tallRowWanted): Run
+	// takes it where the operands allow (tallLayout), else the tall
+	// kernel where it is set, else the col kernel.
+	trowK *kernelRef
+	trowG *scanGeom
 }
 
 // NewScanBackward validates desc and returns a plan for it. The error wraps
@@ -304,15 +310,17 @@ func NewScanBackward(desc ScanDesc) (*ScanBackward, error) {
 	}
 	if numel > 0 && !p.geom.row {
 		p.newTall()
+		p.newTallRow()
 	}
 	return p, nil
 }
 
 // Kernel identifies the plan's main kernel, for logs, diagnostics and
-// tests: the short, tall, row or col kernel the descriptor selects. It
+// tests: the short, tallrow, tall, row or col kernel the descriptor selects. It
 // depends only on the descriptor, not on the GPU or the operands' layout.
 // Where those allow, a Run launches another kernel instead (the col kernel
-// in place of "tall" for operands tall cannot serve; for cummax and cummin
+// in place of "tall" or "tallrow" for operands they cannot serve, tall in
+// place of "tallrow" where tall can; for cummax and cummin
 // on compute capability 8.0 and up, colstrip (f16, bf16) or colpair (bf16)
 // in place of "col"): Launches reports the kernels, grids and passes a Run
 // takes on a given device, and Warm loads every kernel a Run of the plan
@@ -321,6 +329,9 @@ func (p *ScanBackward) Kernel() KernelInfo {
 	name := p.kernel.name
 	if p.tallK != nil {
 		name = p.tallK.name
+	}
+	if p.trowK != nil {
+		name = p.trowK.name
 	}
 	return KernelInfo{Name: name, Family: "scan", Op: p.id.op, DType: p.desc.DType, Backend: backend}
 }
@@ -347,7 +358,7 @@ func (p *ScanBackward) WorkspaceSize() int64 { return p.wsSize() }
 // 32 (16-bit types along the innermost axis and f32/f16/bf16 along others),
 // with cummax and cummin 32 (16 for f32 along the innermost axis and f64,
 // 20 for bf16 along other axes), and with cumprod bf16 along other axes 15
-// (scanItems). Where Run may take the colpair or tall kernel (scanPolicy)
+// (scanItems). Where Run may take the colpair, tall or tallrow kernel (scanPolicy)
 // it is the largest of the kernels' needs.
 func (p *ScanBackward) wsSize() int64 {
 	size := p.geom.ws.size
@@ -356,6 +367,9 @@ func (p *ScanBackward) wsSize() int64 {
 	}
 	if p.tallG != nil {
 		size = max(size, p.tallG.ws.size)
+	}
+	if p.trowG != nil {
+		size = max(size, p.trowG.ws.size)
 	}
 	return size
 }

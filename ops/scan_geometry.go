@@ -75,7 +75,7 @@ func scanStripSmem(n int64) int64 {
 // after the kernel.
 type scanGeom struct {
 	row     bool
-	tall    bool  // the tall mapping (scan_tall.go): the row mapping's forward-state passes and workspace
+	tall    bool  // the tall mapping (scan_tall.go, scan_tallrow.go): the row mapping's forward-state passes and workspace
 	smem    int64 // tall: the tile's dynamic shared memory, bytes
 	split   int32
 	items   int32

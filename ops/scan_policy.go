@@ -43,6 +43,7 @@ func (pl *scanLaunchPlan) add(k *kernelRef, phase int32, grid int64, block, smem
 //	                                                               outer form, by layout) where
 //	                                                               its shared memory fits,
 //	                                                               else direct
+//	tallrow     tallLayout              tallrow built              tallrow, chunked
 //	tall        tallLayout              tall built                 tall, chunked
 //	colstrip    stripLayout, strips >=  colstrip built (8.0), its  colstrip, one launch
 //	            3/4 of the SMs          shared memory fits, one
@@ -51,7 +52,7 @@ func (pl *scanLaunchPlan) add(k *kernelRef, phase int32, grid int64, block, smem
 //	row or col  any                     -                          the plan's kernel, chunked
 //
 // The plan's fields come from the descriptor and the knobs, read when it
-// is made (NewScanBackward: short, tall, strip and pair; stripAll lifts
+// is made (NewScanBackward: short, tallrow, tall, strip and pair; stripAll lifts
 // the one-wave condition). "Chunked" is scanChunked's sequence.
 func (p *ScanBackward) scanPolicy(a *ScanArgs, L *scanLayout, dev *DeviceFacts) (pl scanLaunchPlan, err error) {
 	pl.L = *L
@@ -65,20 +66,27 @@ func (p *ScanBackward) scanPolicy(a *ScanArgs, L *scanLayout, dev *DeviceFacts) 
 		pl.add(p.kernel, scanMain, sl.blocks, p.kernel.block, sl.smem)
 		return pl, nil
 	}
-	if p.tallK != nil {
+	// The tall mapping's kernels, tallrow first.
+	for _, t := range [2]struct {
+		k *kernelRef
+		g *scanGeom
+	}{{p.trowK, p.trowG}, {p.tallK, p.tallG}} {
+		if t.k == nil {
+			continue
+		}
 		outer, inner := tallShape(p.shape, p.axis)
 		if vec, ok := tallLayout(a, L, p.desc.Op, int64(p.desc.DType.Size()), outer, inner); ok {
-			kf, err := dev.kernel(p.tallK)
+			kf, err := dev.kernel(t.k)
 			if err != nil {
 				return pl, err
 			}
 			if kf.built {
-				L.setGeom(p.tallG)
+				L.setGeom(t.g)
 				L.vec = 0
 				if vec {
 					L.vec = 1
 				}
-				p.scanChunked(&pl, p.tallK, p.tallG, int(p.tallG.smem))
+				p.scanChunked(&pl, t.k, t.g, int(t.g.smem))
 				return pl, nil
 			}
 		}

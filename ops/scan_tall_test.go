@@ -12,8 +12,10 @@ import (
 // kernel's index math (gen/scan_tall.cuh).
 
 // TestScanTallPolicy: plans take the tall kernel for long outer axes over
-// few narrow slices, and BARACUDA_SCAN_TALL overrides.
+// few narrow slices, and BARACUDA_SCAN_TALL overrides (with the tallrow
+// kernel off, which would take the 4-column shapes: TestScanTallRowPolicy).
 func TestScanTallPolicy(t *testing.T) {
+	t.Setenv(scanTallRowEnv, "never")
 	cases := []struct {
 		shape []int
 		axis  int

@@ -38,7 +38,9 @@ func (p *ReduceBackward) kernelRefs() []*kernelRef {
 	return nonNil(p.rowK, p.colK, p.stats, p.apply, p.oneK, p.cluK, p.flatK, p.fixK, p.stripK, p.stripcK, p.shortK)
 }
 
-func (p *ScanBackward) kernelRefs() []*kernelRef { return nonNil(p.kernel, p.pairK, p.stripK, p.tallK) }
+func (p *ScanBackward) kernelRefs() []*kernelRef {
+	return nonNil(p.kernel, p.pairK, p.stripK, p.tallK, p.trowK)
+}
 
 func (p *LpPool1dBackward) kernelRefs() []*kernelRef { return nonNil(p.pl.kernels[:]...) }
 

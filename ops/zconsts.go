@@ -73,6 +73,9 @@ const (
 	// scanTallMaxRounds is SCAN_TALL_ROUNDS: the most rounds of columns a tall tile's warps serve one after another (each round's look-back has its own warp where an op takes two passes).
 	scanTallMaxRounds = 4
 
+	// scanTallRowK is SCAN_TALLROW_K: the inner extent (columns) of the rows the tallrow kernel serves: a power of two up to 32, and a thread's run of ScanItems::row elements is whole rows.
+	scanTallRowK = 4
+
 	// scanCounter is SCAN_COUNTER: the scan workspace's first bytes: the ticket counter and room to keep what follows 16-byte aligned.
 	scanCounter = 16
 )

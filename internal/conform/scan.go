@@ -51,6 +51,12 @@ const (
 	// chunked tiles tell an underflow from a zero by the forward state
 	// (gen/scan_fwd.cuh, scan_fwd_unit). Other ops get ScanNormal's values.
 	ScanUnderflow
+	// ScanSaturated (cummax, cummin): a clamped input, x = min(N(0,1), 0.5)
+	// (max(N(0,1), -0.5) for cummin), so that about a third of a slice
+	// ties with the running extremum once it reaches the clamp, every one
+	// a take-over; dy small integers (exact sums, compared bit for bit).
+	// Other ops get ScanExact's values.
+	ScanSaturated
 )
 
 // ScanCase is one shape, axis and memory layout of a scan check.
@@ -137,6 +143,12 @@ func scanInputs(rng *rand.Rand, op ops.ScanOp, dt dtype.DType, v ScanValues, sli
 		}
 		v = ScanSpecial
 	}
+	if v == ScanSaturated && op != ops.ScanCummax && op != ops.ScanCummin {
+		v = ScanExact
+		if op == ops.ScanLogcumsumexp {
+			v = ScanNormal
+		}
+	}
 	if v == ScanUnderflow {
 		if op == ops.ScanCumprod {
 			scanUnderflow(rng, dt, slices, reverse, dy, x)
@@ -171,7 +183,7 @@ func scanInputs(rng *rand.Rand, op ops.ScanOp, dt dtype.DType, v ScanValues, sli
 		for p := 0; p < n; p++ {
 			k := at(p)
 			g := rng.NormFloat64()
-			if v == ScanExact {
+			if v == ScanExact || v == ScanSaturated {
 				g = float64(rng.IntN(9) - 4)
 			} else if v == ScanSpecial {
 				switch rng.IntN(400) {
@@ -203,6 +215,12 @@ func scanInputs(rng *rand.Rand, op ops.ScanOp, dt dtype.DType, v ScanValues, sli
 				xv = float64(rng.IntN(10))
 				if v != ScanExact && rng.IntN(2) == 0 {
 					xv = rng.NormFloat64() * 3
+				}
+				if v == ScanSaturated {
+					xv = math.Min(rng.NormFloat64(), 0.5)
+					if op == ops.ScanCummin {
+						xv = -xv
+					}
 				}
 				if v == ScanSpecial {
 					switch rng.IntN(60) {
@@ -556,7 +574,7 @@ func (e *Env) runScanCase(plan *ops.ScanBackward, c ScanCase, slices [][]int, in
 		}
 	}
 	op := desc.Op.String()
-	exact := c.Values == ScanExact && desc.Op != ops.ScanLogcumsumexp
+	exact := (c.Values == ScanExact || c.Values == ScanSaturated) && desc.Op != ops.ScanLogcumsumexp
 	for _, idx := range slices {
 		dx, mag := ref.ScanBackwardMag(op, gatherIdx(in[0], idx), gatherIdx(in[1], idx), gatherIdx(in[2], idx), desc.Reverse)
 		for k, i := range idx {

@@ -223,3 +223,51 @@ func ScanNonFiniteCases(quick bool) []ScanCase {
 	}
 	return cs
 }
+
+// ScanTallRowCases are the tallrow kernel's shapes (the tall mapping
+// over 4 contiguous columns as one row of row vectors; TestScanTallRowGPU
+// runs them with BARACUDA_SCAN_TALLROW=always): [n, 4] along axis 0 for
+// axis lengths around its tiles (512, 1024 and 2048 rows by op and dtype,
+// runs of 2 to 8 rows) and several tiles, with every kind of values
+// (ScanSaturated: clamped inputs, ties at every take-over),
+// inner dims that merge into 4, batches [A, n, 4] with padded and
+// misaligned batch strides, misaligned operands (no packs), in place and
+// over x. The other widths (1 to 8, 16) check that plans fall back to
+// the tall or col kernel, as do layouts tallrow cannot serve (padded
+// rows, transposed).
+func ScanTallRowCases(quick bool) []ScanCase {
+	var cs []ScanCase
+	add := func(shape []int, axis int, l [4]func([]int) Layout, v ScanValues) {
+		cs = append(cs, ScanCase{Shape: shape, Axis: axis, Layouts: l, Values: v})
+	}
+	lengths := []int{1, 2, 3, 255, 511, 512, 513, 1023, 1024, 1025, 2047, 2048, 2049, 3077, 9000}
+	if quick {
+		lengths = []int{3, 513, 1025, 2049, 9000}
+	}
+	for i, n := range lengths {
+		add([]int{n, 4}, 0, scanSame(Contiguous), ScanValues(i%6))
+	}
+	add([]int{9001, 4}, 0, scanSame(Contiguous), ScanSaturated)
+	add([]int{4099, 2, 2}, 0, scanSame(Contiguous), ScanExact)
+	add([]int{3000, 4}, 0, scanSame(Unaligned), ScanSpecial)
+	add([]int{3000, 4}, 0, [4]func([]int) Layout{Contiguous, Unaligned, Contiguous, Contiguous}, ScanNormal)
+	add([]int{3, 5000, 4}, 1, scanSame(Contiguous), ScanNormal)
+	add([]int{3, 5000, 4}, 1, scanSame(scanBatchPadded), ScanSpecial)
+	add([]int{2, 3001, 4}, 1, [4]func([]int) Layout{Contiguous, scanBatchPadded, Unaligned, Contiguous}, ScanExact)
+	add([]int{2000, 4}, 0, scanSame(Padded), ScanNormal)
+	add([]int{2000, 4}, 0, [4]func([]int) Layout{Contiguous, Transposed, Contiguous, Contiguous}, ScanSpecial)
+	for _, c := range []int{1, 2, 3, 5, 6, 7, 8, 16} {
+		add([]int{2049, c}, 0, scanSame(Contiguous), ScanValues(c%6))
+	}
+	if !quick {
+		add([]int{100003, 4}, 0, scanSame(Contiguous), ScanNormal)
+		add([]int{100003, 4}, 0, scanSame(Contiguous), ScanSpecial)
+		add([]int{100003, 4}, 0, scanSame(Contiguous), ScanSaturated)
+		add([]int{200000, 4}, 0, scanSame(Contiguous), ScanUnderflow)
+		add([]int{9, 20000, 4}, 1, scanSame(Contiguous), ScanExact)
+	}
+	cs = append(cs, ScanCase{Shape: []int{3000, 4}, Axis: 0, Layouts: scanSame(Contiguous), InPlace: true})
+	cs = append(cs, ScanCase{Shape: []int{3001, 4}, Axis: 0, Layouts: scanSame(Contiguous), Values: ScanSpecial,
+		OverX: true})
+	return cs
+}

@@ -71,12 +71,27 @@ func TestScanStripGPU(t *testing.T) {
 // TestScanTallGPU runs the tall mapping's cases with plans taking the
 // tall kernel wherever the shape allows (BARACUDA_SCAN_TALL=always; by
 // itself a plan takes it for axes of 4096 and more over at most 64
-// slices), every op, dtype and direction.
+// slices) and the tallrow kernel nowhere (BARACUDA_SCAN_TALLROW=never, so
+// that the tall kernel serves 4 columns too), every op, dtype and
+// direction.
 func TestScanTallGPU(t *testing.T) {
 	t.Setenv("BARACUDA_SCAN_TALL", "always")
+	t.Setenv("BARACUDA_SCAN_TALLROW", "never")
 	env := testEnv(t)
 	cases := ScanTallCases(quick())
 	checkScans(t, env, ops.ScanOps(), dtype.All, "_tall", cases, 45)
+}
+
+// TestScanTallRowGPU runs the tallrow kernel's cases with plans taking it
+// for every outer axis over 4 contiguous columns
+// (BARACUDA_SCAN_TALLROW=always; by itself a plan takes it where the tall
+// mapping's policy does), every op, dtype and direction; the other
+// widths and layouts take the tall or col kernel.
+func TestScanTallRowGPU(t *testing.T) {
+	t.Setenv("BARACUDA_SCAN_TALLROW", "always")
+	env := testEnv(t)
+	cases := ScanTallRowCases(quick())
+	checkScans(t, env, ops.ScanOps(), dtype.All, "_tallrow", cases, 47)
 }
 
 // TestScanTallDefaultGPU runs the tall cases under the default policy
