@@ -37,16 +37,22 @@ func fwdExact(x []float32, tile int, rev bool) []uint {
 			q = chunks - 1 - i
 		}
 		st[q] = f
-		k0, k1 := q*tile, min(q*tile+tile, n)
-		for j := 0; j < k1-k0; j++ {
-			k := k0 + j
-			if rev {
-				k = k1 - 1 - j
-			}
-			f = fwdJoin(f, fwdBits(x[k]))
-		}
+		f = fwdFold(f, x, q, tile, rev)
 	}
 	return st
+}
+
+// fwdFold joins the x of tile q, in scan order, onto the state f.
+func fwdFold(f uint, x []float32, q, tile int, rev bool) uint {
+	k0, k1 := q*tile, min(q*tile+tile, len(x))
+	for j := 0; j < k1-k0; j++ {
+		k := k0 + j
+		if rev {
+			k = k1 - 1 - j
+		}
+		f = fwdJoin(f, fwdBits(x[k]))
+	}
+	return f
 }
 
 // fwdUnit models scan_fwd_unit for one slice: need (the slice's last y is
@@ -84,16 +90,7 @@ func fwdUnit(x, y []float32, tile int, rev bool) (need bool, st []uint, reads in
 	}
 	fold := func(q int) uint {
 		reads++
-		k0, k1 := q*tile, min(q*tile+tile, n)
-		f := uint(0)
-		for j := 0; j < k1-k0; j++ {
-			k := k0 + j
-			if rev {
-				k = k1 - 1 - j
-			}
-			f = fwdJoin(f, fwdBits(x[k]))
-		}
-		return f
+		return fwdFold(0, x, q, tile, rev)
 	}
 	buf := make([]uint, chunks)
 	uf := false
