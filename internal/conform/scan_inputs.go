@@ -39,12 +39,7 @@ func scanInputs(rng *rand.Rand, op ops.ScanOp, dt dtype.DType, v ScanValues, sli
 	}
 	for _, idx := range slices {
 		n := len(idx)
-		at := func(p int) int {
-			if reverse {
-				return idx[n-1-p]
-			}
-			return idx[p]
-		}
+		at := func(p int) int { return scanIndex(idx, reverse, p) }
 		// Zero positions of cumprod: none, the start, the middle, the end, or two.
 		z1, z2 := -1, -1
 		switch rng.IntN(5) {
@@ -138,6 +133,15 @@ func scanInputs(rng *rand.Rand, op ops.ScanOp, dt dtype.DType, v ScanValues, sli
 	}
 }
 
+// scanIndex is the element of slice idx at scan position p: idx[p], or
+// idx[n-1-p] with reverse.
+func scanIndex(idx []int, reverse bool, p int) int {
+	if reverse {
+		return idx[len(idx)-1-p]
+	}
+	return idx[p]
+}
+
 // smallestNormal is the dtype's smallest positive normal value.
 func smallestNormal(dt dtype.DType) float64 {
 	switch dt {
@@ -156,12 +160,7 @@ func scanNonFinite(rng *rand.Rand, op ops.ScanOp, dt dtype.DType, slices [][]int
 	sign := func() float64 { return float64(2*rng.IntN(2) - 1) }
 	for _, idx := range slices {
 		n := len(idx)
-		at := func(p int) int {
-			if reverse {
-				return idx[n-1-p]
-			}
-			return idx[p]
-		}
+		at := func(p int) int { return scanIndex(idx, reverse, p) }
 		// late: a scan position in the last quarter; anywhere: any position.
 		late := func() int { return n - 1 - rng.IntN(1+n/4) }
 		anywhere := func() int { return rng.IntN(n) }

@@ -79,10 +79,7 @@ func scanUnderflow(rng *rand.Rand, dt dtype.DType, slices [][]int, reverse bool,
 			set(xs, n-1-rng.IntN(1+n/8), math.NaN())
 		}
 		for p := range xs {
-			k := idx[p]
-			if reverse {
-				k = idx[n-1-p]
-			}
+			k := scanIndex(idx, reverse, p)
 			dy[k] = dtype.Round(dt, g[p])
 			x[k] = xs[p]
 		}
