@@ -96,35 +96,6 @@ __device__ __forceinline__ T bcast_one(const T* __restrict__ p, int kind, i64 r)
 	return T();
 }
 
-// bcast_prefetch asks L2 for the pack at (r, c) of dy and of each full
-// operand the op reads (a BCAST_COL operand is the same for every row and
-// stays cached; BCAST_ROW and BCAST_SCALAR ones are one element), without
-// waiting for it or holding a register: the loads of that pack, D steps
-// later, then find it in L2. (r, c) is an element of the view, so the
-// addresses are inside the tensors.
-template <typename T, typename Op>
-__device__ __forceinline__ void bcast_prefetch(const T* __restrict__ dy, const T* __restrict__ a,
-		const T* __restrict__ b, const BcastLayout& L, i64 r, i64 c) {
-	const i64 off = r * L.C + c;
-	asm volatile("prefetch.global.L2 [%0];" ::"l"(dy + off));
-	if (Op::needs_a && L.kind_a == BCAST_FULL) asm volatile("prefetch.global.L2 [%0];" ::"l"(a + off));
-	if (Op::needs_b && L.kind_b == BCAST_FULL) asm volatile("prefetch.global.L2 [%0];" ::"l"(b + off));
-}
-
-// bcast_prefetch_step prefetches the pack q steps after (r, jp) in a
-// tile thread's order of steps (its jn packs first + k*step of row r,
-// then of row r + BCAST_WARPS, ... up to r1), if there is one.
-template <typename T, typename Op>
-__device__ __forceinline__ void bcast_prefetch_step(const T* __restrict__ dy, const T* __restrict__ a,
-		const T* __restrict__ b, const BcastLayout& L, i64 r, int jp, int q, int jn, i64 r1, i64 first, i64 step) {
-	int k = jp + q;
-	if (k >= jn) {
-		r += (i64)(jn == 1 ? k : k / jn) * BCAST_WARPS;
-		k = jn == 1 ? 0 : k % jn;
-	}
-	if (r < r1) bcast_prefetch<T, Op>(dy, a, b, L, r, first + k * step);
-}
-
 // bcast_store writes a BCAST_FULL output's N elements at (r, c).
 template <typename T>
 __device__ __forceinline__ void bcast_store(T* __restrict__ d, const Pack<T>& v, i64 r, i64 c, i64 C, bool vec, int lim) {
@@ -220,15 +191,6 @@ __device__ __forceinline__ void bcast_out(T* __restrict__ d, int kind, const typ
 // element, such as x*s with a 0-d s) spreads the block's 256 threads
 // along the row, each taking packs t, t + 256, ... (J of them), so that
 // every warp streams dy rather than one warp a block.
-//
-// With L.ahead = D > 0 a thread prefetches its pack D steps ahead of the
-// one it loads (bcast_prefetch), its steps being its packs in row order:
-// with J = 1 the rows r, r + 8, ... of its one column pack, else the
-// packs of a row then those of its warp's next row. Its packs 1 to D - 1
-// are prefetched as it starts (pack 0 it loads at once). A thread so has about D + 1 packs of each
-// stream in flight at the cost of no registers for them (a batch of loads
-// into registers would cost the kernel its resident blocks); the sums and
-// their order are those of D = 0.
 template <typename T, typename Op>
 __device__ __forceinline__ void bcast_tile(const T* __restrict__ dy, const T* __restrict__ a,
 		const T* __restrict__ b, T* __restrict__ da, T* __restrict__ db, void* __restrict__ ws, double s,
@@ -257,18 +219,12 @@ __device__ __forceinline__ void bcast_tile(const T* __restrict__ dy, const T* __
 #pragma unroll
 	for (int j = 0; j < N; ++j) col[j] = bcast_zero<M>();
 	M alla = bcast_zero<M>(), allb = bcast_zero<M>();
-	const int D = L.ahead;
-	const i64 rs = r0 + (flat ? 0 : warp);
-	// Steps 1 to D - 1 as the thread starts (step 0 it loads at once).
-	if (jn > 0)
-		for (int q = 1; q < D; ++q) bcast_prefetch_step<T, Op>(dy, a, b, L, rs, 0, q, jn, r1, first, step);
-	for (i64 r = rs; r < r1; r += BCAST_WARPS) {
+	for (i64 r = r0 + (flat ? 0 : warp); r < r1; r += BCAST_WARPS) {
 		M rowa = bcast_zero<M>(), rowb = bcast_zero<M>();
 		const T oa = Op::needs_a ? bcast_one(a, L.kind_a, r) : T();
 		const T ob = Op::needs_b ? bcast_one(b, L.kind_b, r) : T();
 		for (int jp = 0; jp < jn; ++jp) {
 			const i64 c = first + jp * step;
-			if (D > 0) bcast_prefetch_step<T, Op>(dy, a, b, L, r, jp, D, jn, r1, first, step);
 			// The pack's columns in the row, capped at N so that the
 			// per-element tests compare 32-bit values.
 			const int lim = (int)min(C - c, (i64)N);

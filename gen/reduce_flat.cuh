@@ -195,21 +195,15 @@ __device__ __forceinline__ void red_flat_count_pack(void* ws, const ReduceLayout
 	// Element e is in slice kq + (e & em) (red_flat_kq).
 	const i64 kq = red_flat_kq<N>(q, o, L);
 	const int em = red_flat_em<N>(L);
-	if (Op::flat_slots > 0) {
-#pragma unroll
-		for (int e = 0; e < N; ++e) red_flat_count<Op, true>(cnt, slots, wide, kq + (e & em), (m >> e) & 1u, q * N + e);
-		return;
-	}
-	// Prod: the counts of the flagged elements' slices are read together
-	// (one round trip to L2, not one a flagged element), then each slice
-	// under two gets its adds.
-	unsigned now[N];
-#pragma unroll
-	for (int e = 0; e < N; ++e) now[e] = (m >> e) & 1u ? *static_cast<volatile unsigned*>(cnt + kq + (e & em)) : 2u;
 #pragma unroll
 	for (int e = 0; e < N; ++e) {
-		if (now[e] < 2u && red_flat_crosses<Op>(atomicAdd(cnt + kq + (e & em), 1u), 1u)) {
-			*static_cast<volatile unsigned*>(wide) = 1;
+		if (Op::flat_slots > 0) {
+			red_flat_count<Op, true>(cnt, slots, wide, kq + (e & em), (m >> e) & 1u, q * N + e);
+		} else if ((m >> e) & 1u) {
+			unsigned* c = cnt + kq + (e & em);
+			if (*static_cast<volatile unsigned*>(c) < 2u && red_flat_crosses<Op>(atomicAdd(c, 1u), 1u)) {
+				*static_cast<volatile unsigned*>(wide) = 1;
+			}
 		}
 	}
 }
@@ -251,30 +245,8 @@ __device__ __forceinline__ void red_flat_count_local(unsigned* bcnt, i64* bslot,
 			const unsigned n = __popc(__ballot_sync(full, (m >> e) & 1u));
 			if (lane == e) c = n;
 		}
-		// Positions e and e + G share a slice (G = em + 1 divides N): p is
-		// the inclusive prefix of c over lane's residue class, so the class's
-		// last lane (N - G + r) holds its total and adds it with one atomic
-		// (one a warp where the pack lies in one slice, not N on one
-		// address), and position e's add starts at that add's place plus
-		// the counts of the positions before it.
-		const int G = em + 1;
-		unsigned p = c;
-#pragma unroll
-		for (int d = 1; d < N; d <<= 1) {
-			const unsigned t = __shfl_up_sync(full, p, d * G < N ? d * G : 0);
-			if (d * G < N && lane >= d * G) p += t;
-		}
-		const int tail = lane < N && lane >= N - G;  // the class's last lane
-		unsigned* bc = bcnt + k0 + (lane & em);
-		unsigned base = 0;
-		// Prod's counts matter up to two (Op::flat_slots 0, no slots): a
-		// class adds nothing to a count that already reads two or more.
-		if (tail && p != 0 && (Op::flat_slots > 0 || *static_cast<volatile unsigned*>(bc) < 2u)) base = atomicAdd(bc, p);
 		int b = Op::flat_slots;  // lane e < N: where position e's add starts
-		if (Op::flat_slots > 0) {
-			const unsigned first = __shfl_sync(full, base, lane < N ? N - G + (lane & em) : 0);
-			if (lane < N && c != 0) b = (int)(first + p - c);
-		}
+		if (lane < N && c != 0) b = (int)atomicAdd(bcnt + k0 + (lane & em), c);
 		if (Op::flat_slots > 0) {
 			for (unsigned low = __ballot_sync(full, b < Op::flat_slots); low != 0; low &= low - 1) {
 				const int e = __ffs(low) - 1;

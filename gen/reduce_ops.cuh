@@ -253,21 +253,14 @@ template <typename W, typename M> __device__ __forceinline__ decltype(auto) red_
 
 // vector 2-norm: y = sqrt(Σx²). dx = g*(x/y) with x/y replaced by 0 where
 // y == 0 (PyTorch's masked_fill before the product: g*0, so NaN for a NaN
-// or infinite g). A zero x divides 1 instead and takes x/y by the signs:
-// ±0 with the sign of x times the sign of y, NaN for a NaN y, the values
-// of the division. The exact division's slow path takes every zero
-// dividend, and inputs with many zeros (ReLU outputs, quantized values)
-// would pay it in every pack that holds one.
+// or infinite g).
 struct RedNorm2 : RedNoStats {
 	static constexpr bool needs_x = true, needs_y = true;
 	template <typename M> __device__ static RedCtx<M> slice(M g, M y, const RedAcc<M>&, double, i64) {
 		return red_ctx(g, y, y == M(0) ? 1 : 0);
 	}
 	template <typename M> __device__ static M elem(const RedCtx<M>& c, M x) {
-		const bool z = x == M(0);
-		const M q = (z ? M(1) : x) / c.q;
-		const M r = z ? (c.q == c.q ? x * copysign(M(1), c.q) : c.q) : q;
-		return c.p * (c.mode ? M(0) : r);
+		return c.p * (c.mode ? M(0) : x / c.q);
 	}
 };
 

@@ -19,10 +19,8 @@ var bcastFamily = Family{
 	// registers with spills. The tile kernels ask for three (80 registers
 	// at most), which every op but pow meets without spills: mul takes 64
 	// in f32 (four blocks an SM) and 72 in bf16 (three; the _sm80 build asks
-	// for four, see builds in spec.go). add, sub and lerp ask for four (64
-	// registers), which they meet without spills in every dtype, where at
-	// three ptxas gives f64's 80. pow's tile kernel needs up to 127 and
-	// keeps one.
+	// for four, see builds in spec.go). pow's tile kernel
+	// needs up to 106 and keeps one.
 	MinBlocks: 1,
 	Params: []Param{
 		ptrParam("dy", "const T* __restrict__"),
@@ -32,12 +30,12 @@ var bcastFamily = Family{
 		ptrParam("db", "T* __restrict__"),
 		ptrParam("ws", "void* __restrict__"),
 		{Name: "scalar", C: "double", PTX: "f64", Size: 8, Align: 8},
-		{Name: "L", C: "BcastLayout", PTX: "b8", Size: 712, Align: 8},
+		{Name: "L", C: "BcastLayout", PTX: "b8", Size: 704, Align: 8},
 	},
 	DTypes: allDTypes,
 	Ops:    binaryFamily.Ops,
 	Variants: []Variant{
-		{Name: "tile", Template: "bcast_tile_kernel", MinBlocks: 3, OpMinBlocks: map[string]int{"pow": 1, "add": 4, "sub": 4, "lerp": 4}},
+		{Name: "tile", Template: "bcast_tile_kernel", MinBlocks: 3, OpMinBlocks: map[string]int{"pow": 1}},
 		{Name: "gen", Template: "bcast_gen_kernel"},
 	},
 }

@@ -90,8 +90,6 @@ var layouts = []Layout{
 			{Type: "int", C: "part_a part_b", Go: "partA partB", Comment: "tile: 1 when that output's sums go through partials"},
 			{Type: "int", C: "vec", Go: "vec", Comment: "tile: C is a multiple of a pack and every pointer 16-byte aligned"},
 			{Type: "int", C: "out", Go: "out", Comment: "general: 0 da, 1 db"},
-			{Type: "int", C: "ahead", Go: "ahead", Comment: "tile: packs a thread prefetches to L2 ahead of its loads (0: none)"},
-			{Type: "int", C: "pad_", Go: "_"},
 			{Type: "i64", C: "nk nr", Go: "nk nr", Comment: "general: kept and reduced elements"},
 			{Type: "i64", C: "chunk nchunks", Go: "chunk nchunks", Comment: "general: reduced elements per chunk, chunks (1: no partials)"},
 			{Type: "int", C: "krank rrank", Go: "krank rrank", Comment: "general: kept and reduced dims in use"},

@@ -2,49 +2,49 @@
 
 #include "bcast.cuh"
 
-extern "C" __global__ void __launch_bounds__(256, 4) bcast_bw_add_f32_tile(const float* __restrict__ dy, const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ da, float* __restrict__ db, void* __restrict__ ws, double scalar, BcastLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 3) bcast_bw_add_f32_tile(const float* __restrict__ dy, const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ da, float* __restrict__ db, void* __restrict__ ws, double scalar, BcastLayout L) {
 	bcast_tile_kernel<float, AddBw>(dy, a, b, da, db, ws, scalar, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) bcast_bw_add_f32_gen(const float* __restrict__ dy, const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ da, float* __restrict__ db, void* __restrict__ ws, double scalar, BcastLayout L) {
 	bcast_gen_kernel<float, AddBw>(dy, a, b, da, db, ws, scalar, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 4) bcast_bw_add_f16_tile(const __half* __restrict__ dy, const __half* __restrict__ a, const __half* __restrict__ b, __half* __restrict__ da, __half* __restrict__ db, void* __restrict__ ws, double scalar, BcastLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 3) bcast_bw_add_f16_tile(const __half* __restrict__ dy, const __half* __restrict__ a, const __half* __restrict__ b, __half* __restrict__ da, __half* __restrict__ db, void* __restrict__ ws, double scalar, BcastLayout L) {
 	bcast_tile_kernel<__half, AddBw>(dy, a, b, da, db, ws, scalar, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) bcast_bw_add_f16_gen(const __half* __restrict__ dy, const __half* __restrict__ a, const __half* __restrict__ b, __half* __restrict__ da, __half* __restrict__ db, void* __restrict__ ws, double scalar, BcastLayout L) {
 	bcast_gen_kernel<__half, AddBw>(dy, a, b, da, db, ws, scalar, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 4) bcast_bw_add_bf16_tile(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ a, const __nv_bfloat16* __restrict__ b, __nv_bfloat16* __restrict__ da, __nv_bfloat16* __restrict__ db, void* __restrict__ ws, double scalar, BcastLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 3) bcast_bw_add_bf16_tile(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ a, const __nv_bfloat16* __restrict__ b, __nv_bfloat16* __restrict__ da, __nv_bfloat16* __restrict__ db, void* __restrict__ ws, double scalar, BcastLayout L) {
 	bcast_tile_kernel<__nv_bfloat16, AddBw>(dy, a, b, da, db, ws, scalar, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) bcast_bw_add_bf16_gen(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ a, const __nv_bfloat16* __restrict__ b, __nv_bfloat16* __restrict__ da, __nv_bfloat16* __restrict__ db, void* __restrict__ ws, double scalar, BcastLayout L) {
 	bcast_gen_kernel<__nv_bfloat16, AddBw>(dy, a, b, da, db, ws, scalar, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 4) bcast_bw_add_f64_tile(const double* __restrict__ dy, const double* __restrict__ a, const double* __restrict__ b, double* __restrict__ da, double* __restrict__ db, void* __restrict__ ws, double scalar, BcastLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 3) bcast_bw_add_f64_tile(const double* __restrict__ dy, const double* __restrict__ a, const double* __restrict__ b, double* __restrict__ da, double* __restrict__ db, void* __restrict__ ws, double scalar, BcastLayout L) {
 	bcast_tile_kernel<double, AddBw>(dy, a, b, da, db, ws, scalar, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) bcast_bw_add_f64_gen(const double* __restrict__ dy, const double* __restrict__ a, const double* __restrict__ b, double* __restrict__ da, double* __restrict__ db, void* __restrict__ ws, double scalar, BcastLayout L) {
 	bcast_gen_kernel<double, AddBw>(dy, a, b, da, db, ws, scalar, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 4) bcast_bw_sub_f32_tile(const float* __restrict__ dy, const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ da, float* __restrict__ db, void* __restrict__ ws, double scalar, BcastLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 3) bcast_bw_sub_f32_tile(const float* __restrict__ dy, const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ da, float* __restrict__ db, void* __restrict__ ws, double scalar, BcastLayout L) {
 	bcast_tile_kernel<float, SubBw>(dy, a, b, da, db, ws, scalar, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) bcast_bw_sub_f32_gen(const float* __restrict__ dy, const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ da, float* __restrict__ db, void* __restrict__ ws, double scalar, BcastLayout L) {
 	bcast_gen_kernel<float, SubBw>(dy, a, b, da, db, ws, scalar, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 4) bcast_bw_sub_f16_tile(const __half* __restrict__ dy, const __half* __restrict__ a, const __half* __restrict__ b, __half* __restrict__ da, __half* __restrict__ db, void* __restrict__ ws, double scalar, BcastLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 3) bcast_bw_sub_f16_tile(const __half* __restrict__ dy, const __half* __restrict__ a, const __half* __restrict__ b, __half* __restrict__ da, __half* __restrict__ db, void* __restrict__ ws, double scalar, BcastLayout L) {
 	bcast_tile_kernel<__half, SubBw>(dy, a, b, da, db, ws, scalar, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) bcast_bw_sub_f16_gen(const __half* __restrict__ dy, const __half* __restrict__ a, const __half* __restrict__ b, __half* __restrict__ da, __half* __restrict__ db, void* __restrict__ ws, double scalar, BcastLayout L) {
 	bcast_gen_kernel<__half, SubBw>(dy, a, b, da, db, ws, scalar, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 4) bcast_bw_sub_bf16_tile(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ a, const __nv_bfloat16* __restrict__ b, __nv_bfloat16* __restrict__ da, __nv_bfloat16* __restrict__ db, void* __restrict__ ws, double scalar, BcastLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 3) bcast_bw_sub_bf16_tile(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ a, const __nv_bfloat16* __restrict__ b, __nv_bfloat16* __restrict__ da, __nv_bfloat16* __restrict__ db, void* __restrict__ ws, double scalar, BcastLayout L) {
 	bcast_tile_kernel<__nv_bfloat16, SubBw>(dy, a, b, da, db, ws, scalar, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) bcast_bw_sub_bf16_gen(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ a, const __nv_bfloat16* __restrict__ b, __nv_bfloat16* __restrict__ da, __nv_bfloat16* __restrict__ db, void* __restrict__ ws, double scalar, BcastLayout L) {
 	bcast_gen_kernel<__nv_bfloat16, SubBw>(dy, a, b, da, db, ws, scalar, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 4) bcast_bw_sub_f64_tile(const double* __restrict__ dy, const double* __restrict__ a, const double* __restrict__ b, double* __restrict__ da, double* __restrict__ db, void* __restrict__ ws, double scalar, BcastLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 3) bcast_bw_sub_f64_tile(const double* __restrict__ dy, const double* __restrict__ a, const double* __restrict__ b, double* __restrict__ da, double* __restrict__ db, void* __restrict__ ws, double scalar, BcastLayout L) {
 	bcast_tile_kernel<double, SubBw>(dy, a, b, da, db, ws, scalar, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) bcast_bw_sub_f64_gen(const double* __restrict__ dy, const double* __restrict__ a, const double* __restrict__ b, double* __restrict__ da, double* __restrict__ db, void* __restrict__ ws, double scalar, BcastLayout L) {
@@ -218,25 +218,25 @@ extern "C" __global__ void __launch_bounds__(256, 3) bcast_bw_hypot_f64_tile(con
 extern "C" __global__ void __launch_bounds__(256, 1) bcast_bw_hypot_f64_gen(const double* __restrict__ dy, const double* __restrict__ a, const double* __restrict__ b, double* __restrict__ da, double* __restrict__ db, void* __restrict__ ws, double scalar, BcastLayout L) {
 	bcast_gen_kernel<double, HypotBw>(dy, a, b, da, db, ws, scalar, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 4) bcast_bw_lerp_f32_tile(const float* __restrict__ dy, const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ da, float* __restrict__ db, void* __restrict__ ws, double scalar, BcastLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 3) bcast_bw_lerp_f32_tile(const float* __restrict__ dy, const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ da, float* __restrict__ db, void* __restrict__ ws, double scalar, BcastLayout L) {
 	bcast_tile_kernel<float, LerpBw>(dy, a, b, da, db, ws, scalar, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) bcast_bw_lerp_f32_gen(const float* __restrict__ dy, const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ da, float* __restrict__ db, void* __restrict__ ws, double scalar, BcastLayout L) {
 	bcast_gen_kernel<float, LerpBw>(dy, a, b, da, db, ws, scalar, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 4) bcast_bw_lerp_f16_tile(const __half* __restrict__ dy, const __half* __restrict__ a, const __half* __restrict__ b, __half* __restrict__ da, __half* __restrict__ db, void* __restrict__ ws, double scalar, BcastLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 3) bcast_bw_lerp_f16_tile(const __half* __restrict__ dy, const __half* __restrict__ a, const __half* __restrict__ b, __half* __restrict__ da, __half* __restrict__ db, void* __restrict__ ws, double scalar, BcastLayout L) {
 	bcast_tile_kernel<__half, LerpBw>(dy, a, b, da, db, ws, scalar, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) bcast_bw_lerp_f16_gen(const __half* __restrict__ dy, const __half* __restrict__ a, const __half* __restrict__ b, __half* __restrict__ da, __half* __restrict__ db, void* __restrict__ ws, double scalar, BcastLayout L) {
 	bcast_gen_kernel<__half, LerpBw>(dy, a, b, da, db, ws, scalar, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 4) bcast_bw_lerp_bf16_tile(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ a, const __nv_bfloat16* __restrict__ b, __nv_bfloat16* __restrict__ da, __nv_bfloat16* __restrict__ db, void* __restrict__ ws, double scalar, BcastLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 3) bcast_bw_lerp_bf16_tile(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ a, const __nv_bfloat16* __restrict__ b, __nv_bfloat16* __restrict__ da, __nv_bfloat16* __restrict__ db, void* __restrict__ ws, double scalar, BcastLayout L) {
 	bcast_tile_kernel<__nv_bfloat16, LerpBw>(dy, a, b, da, db, ws, scalar, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) bcast_bw_lerp_bf16_gen(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ a, const __nv_bfloat16* __restrict__ b, __nv_bfloat16* __restrict__ da, __nv_bfloat16* __restrict__ db, void* __restrict__ ws, double scalar, BcastLayout L) {
 	bcast_gen_kernel<__nv_bfloat16, LerpBw>(dy, a, b, da, db, ws, scalar, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 4) bcast_bw_lerp_f64_tile(const double* __restrict__ dy, const double* __restrict__ a, const double* __restrict__ b, double* __restrict__ da, double* __restrict__ db, void* __restrict__ ws, double scalar, BcastLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 3) bcast_bw_lerp_f64_tile(const double* __restrict__ dy, const double* __restrict__ a, const double* __restrict__ b, double* __restrict__ da, double* __restrict__ db, void* __restrict__ ws, double scalar, BcastLayout L) {
 	bcast_tile_kernel<double, LerpBw>(dy, a, b, da, db, ws, scalar, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) bcast_bw_lerp_f64_gen(const double* __restrict__ dy, const double* __restrict__ a, const double* __restrict__ b, double* __restrict__ da, double* __restrict__ db, void* __restrict__ ws, double scalar, BcastLayout L) {

@@ -40,8 +40,6 @@ struct BcastLayout {
 	int part_a, part_b;           // tile: 1 when that output's sums go through partials
 	int vec;                      // tile: C is a multiple of a pack and every pointer 16-byte aligned
 	int out;                      // general: 0 da, 1 db
-	int ahead;                    // tile: packs a thread prefetches to L2 ahead of its loads (0: none)
-	int pad_;
 	i64 nk, nr;                   // general: kept and reduced elements
 	i64 chunk, nchunks;           // general: reduced elements per chunk, chunks (1: no partials)
 	int krank, rrank;             // general: kept and reduced dims in use
@@ -50,7 +48,7 @@ struct BcastLayout {
 	i64 kstride[4][BC_MAX_RANK];  // general: dy, a, b, output strides of the kept dims
 	i64 rstride[3][BC_MAX_RANK];  // general: dy, a, b strides of the reduced dims
 };
-static_assert(sizeof(BcastLayout) == 712, "BcastLayout: the size gen/spec_layouts.go computes");
+static_assert(sizeof(BcastLayout) == 704, "BcastLayout: the size gen/spec_layouts.go computes");
 static_assert(offsetof(BcastLayout, R) == 0, "BcastLayout::R");
 static_assert(offsetof(BcastLayout, C) == 8, "BcastLayout::C");
 static_assert(offsetof(BcastLayout, rows) == 16, "BcastLayout::rows");
@@ -66,18 +64,16 @@ static_assert(offsetof(BcastLayout, part_a) == 72, "BcastLayout::part_a");
 static_assert(offsetof(BcastLayout, part_b) == 76, "BcastLayout::part_b");
 static_assert(offsetof(BcastLayout, vec) == 80, "BcastLayout::vec");
 static_assert(offsetof(BcastLayout, out) == 84, "BcastLayout::out");
-static_assert(offsetof(BcastLayout, ahead) == 88, "BcastLayout::ahead");
-static_assert(offsetof(BcastLayout, pad_) == 92, "BcastLayout::pad_");
-static_assert(offsetof(BcastLayout, nk) == 96, "BcastLayout::nk");
-static_assert(offsetof(BcastLayout, nr) == 104, "BcastLayout::nr");
-static_assert(offsetof(BcastLayout, chunk) == 112, "BcastLayout::chunk");
-static_assert(offsetof(BcastLayout, nchunks) == 120, "BcastLayout::nchunks");
-static_assert(offsetof(BcastLayout, krank) == 128, "BcastLayout::krank");
-static_assert(offsetof(BcastLayout, rrank) == 132, "BcastLayout::rrank");
-static_assert(offsetof(BcastLayout, kdim) == 136, "BcastLayout::kdim");
-static_assert(offsetof(BcastLayout, rdim) == 200, "BcastLayout::rdim");
-static_assert(offsetof(BcastLayout, kstride) == 264, "BcastLayout::kstride");
-static_assert(offsetof(BcastLayout, rstride) == 520, "BcastLayout::rstride");
+static_assert(offsetof(BcastLayout, nk) == 88, "BcastLayout::nk");
+static_assert(offsetof(BcastLayout, nr) == 96, "BcastLayout::nr");
+static_assert(offsetof(BcastLayout, chunk) == 104, "BcastLayout::chunk");
+static_assert(offsetof(BcastLayout, nchunks) == 112, "BcastLayout::nchunks");
+static_assert(offsetof(BcastLayout, krank) == 120, "BcastLayout::krank");
+static_assert(offsetof(BcastLayout, rrank) == 124, "BcastLayout::rrank");
+static_assert(offsetof(BcastLayout, kdim) == 128, "BcastLayout::kdim");
+static_assert(offsetof(BcastLayout, rdim) == 192, "BcastLayout::rdim");
+static_assert(offsetof(BcastLayout, kstride) == 256, "BcastLayout::kstride");
+static_assert(offsetof(BcastLayout, rstride) == 512, "BcastLayout::rstride");
 
 // LpPoolLayout is the lppool kernels' last parameter, passed by value
 // (lpLayout in ops/zlayouts.go).

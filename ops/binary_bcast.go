@@ -1,7 +1,6 @@
 package ops
 
 import (
-	"strconv"
 	"unsafe"
 
 	"github.com/baracuda-go/baracuda/driver"
@@ -33,50 +32,6 @@ import (
 // of 256 threads for about two waves on the largest GPUs. It depends only
 // on the shape, so the sums' order (and their bits) does too.
 const bcastTiles = 2048
-
-// bcastTilesEnv, read when a plan is made: a number from 1 to 2^20 that
-// replaces bcastTiles (the tile path's tiles, hence its tail and its
-// partials; the sums' order follows it). It is a kernel developer's
-// tuning knob; users leave it unset.
-const bcastTilesEnv = "BARACUDA_BCAST_TILES"
-
-// bcastAhead is how many packs ahead of its loads a tile thread
-// prefetches into L2 (gen/bcast.cuh, bcast_tile): with four 16-byte packs
-// of dy and of a full operand requested ahead, a thread has about five in
-// flight where its one pack at a time (a load, then the math and the
-// store that wait for it) left the SMs short of bytes in flight at four
-// blocks of 256 threads. The prefetches hold no registers, so the
-// kernel's resident blocks stay as they were.
-//
-// bcastAheadEnv, read when a plan is made: "never" or 0 turns the
-// prefetches off (one pack at a time), a number from 1 to 64 replaces
-// bcastAhead. It is a kernel developer's knob; users leave it unset.
-const (
-	bcastAhead    = 4
-	bcastAheadEnv = "BARACUDA_BCAST_AHEAD"
-)
-
-// bcastAheadSetting is the prefetch distance the knob asks for (see
-// bcastAheadEnv).
-func bcastAheadSetting() int32 {
-	v := knob(bcastAheadEnv)
-	if v == "never" {
-		return 0
-	}
-	if n, err := strconv.Atoi(v); err == nil && n >= 0 && n <= 64 {
-		return int32(n)
-	}
-	return bcastAhead
-}
-
-// bcastTilesSetting is the tiles the tile path aims at (see
-// bcastTilesEnv).
-func bcastTilesSetting() int64 {
-	if n, err := strconv.ParseInt(knob(bcastTilesEnv), 10, 64); err == nil && n >= 1 && n <= 1<<20 {
-		return n
-	}
-	return bcastTiles
-}
 
 // bcastGenItems is the number of work items the general path aims at, and
 // bcastMinChunk the fewest reduced elements a chunk of it sums.
@@ -186,9 +141,8 @@ func newBcastPlan(dt dtype.DType, shape, as, bs []int) *bcastPlan {
 			L.kindA, L.kindB = bcastKind2(gs[0].ka, gs[1].ka), bcastKind2(gs[0].kb, gs[1].kb)
 		}
 		// The tile kernel keeps one set of column sums.
-		bc.tileOK = !(L.kindA == bcastCol && L.kindB == bcastCol) && bcastTileGeometry(L, dt, bcastTilesSetting())
+		bc.tileOK = !(L.kindA == bcastCol && L.kindB == bcastCol) && bcastTileGeometry(L, dt)
 		if bc.tileOK {
-			L.ahead = bcastAheadSetting()
 			var sizes [2]int64
 			for i, kind := range [2]int32{L.kindA, L.kindB} {
 				cnt := int64(0)
@@ -276,20 +230,19 @@ func roundUp(n, m int64) int64 { return (n + m - 1) / m * m }
 // bcastTileGeometry sets the tiles of L's [R, C]: a tile is rows (a
 // multiple of the 8 warps) by J packs per lane of 32 lanes. With a
 // BCAST_COL operand J is 1, so that each thread keeps its own columns'
-// sums; otherwise a warp takes as much of a row as leaves tiles
+// sums; otherwise a warp takes as much of a row as leaves bcastTiles
 // tiles (all of it when there are that many row groups, or half as many
 // with a BCAST_ROW operand, whose sums then need no partials). A single
 // row (R = 1: every operand full or one element) is split among the
-// block's 256 threads instead, J packs each, into about tiles tiles,
+// block's 256 threads instead, J packs each, into about bcastTiles tiles,
 // so that every warp streams dy and a 0-d operand's sum has one partial
-// a tile. tiles is the tiles it aims at (bcastTiles but for the knob). It
-// reports false when the grid would not fit a launch.
-func bcastTileGeometry(L *bcastLayout, dt dtype.DType, tiles int64) bool {
+// a tile. It reports false when the grid would not fit a launch.
+func bcastTileGeometry(L *bcastLayout, dt dtype.DType) bool {
 	N := int64(16 / dt.Size())
 	packs := (L.c + N - 1) / N
 	if L.r == 1 {
 		const lanes = bcastWarps * 32
-		J := max(1, (packs+tiles*lanes-1)/(tiles*lanes))
+		J := max(1, (packs+bcastTiles*lanes-1)/(bcastTiles*lanes))
 		L.j = int32(min(J, 1<<20))
 		L.nct = (packs + lanes*int64(L.j) - 1) / (lanes * int64(L.j))
 		L.nrt, L.rows = 1, bcastWarps
@@ -300,15 +253,15 @@ func bcastTileGeometry(L *bcastLayout, dt dtype.DType, tiles int64) bool {
 	rows8 := (L.r + bcastWarps - 1) / bcastWarps
 	// Whole rows need as many row groups as half the tiles; a BCAST_ROW
 	// sum then needs no partials.
-	whole := tiles
+	whole := int64(bcastTiles)
 	if L.kindA == bcastRow || L.kindB == bcastRow {
-		whole = tiles / 2
+		whole = bcastTiles / 2
 	}
 	J := int64(1)
 	if L.kindA != bcastCol && L.kindB != bcastCol {
 		J = lanePacks
 		if rows8 < whole {
-			nct := (tiles + rows8 - 1) / rows8
+			nct := (bcastTiles + rows8 - 1) / rows8
 			J = max(1, (lanePacks+nct-1)/nct)
 		}
 	}
@@ -317,7 +270,7 @@ func bcastTileGeometry(L *bcastLayout, dt dtype.DType, tiles int64) bool {
 	}
 	L.j = int32(J)
 	L.nct = (packs + 32*J - 1) / (32 * J)
-	nrt := min(max(1, (tiles+L.nct-1)/L.nct), rows8)
+	nrt := min(max(1, (bcastTiles+L.nct-1)/L.nct), rows8)
 	rows := (L.r + nrt - 1) / nrt
 	L.rows = (rows + bcastWarps - 1) / bcastWarps * bcastWarps
 	L.nrt = (L.r + L.rows - 1) / L.rows

@@ -23,18 +23,16 @@ type binaryLayout struct {
 // BCAST_* kinds; the general phases serve one output (out) over dy's
 // dims split into the output's kept and reduced dims, strides in elements.
 type bcastLayout struct {
-	r, c           int64 // tile: dy as [R, C]
-	rows           int64 // tile: rows per tile, a multiple of BCAST_WARPS
-	nrt, nct       int64 // tile: tiles along the rows and along the columns
-	wsA, wsB       int64 // workspace byte offsets of da's and db's partials (opmath)
-	phase          int32 // BCAST_TILE, BCAST_TILE_FINISH, BCAST_GEN or BCAST_GEN_FINISH
-	j              int32 // tile: packs per lane per row (1 when an operand is BCAST_COL)
-	kindA, kindB   int32 // tile: BCAST_FULL, BCAST_COL, BCAST_ROW or BCAST_SCALAR
-	partA, partB   int32 // tile: 1 when that output's sums go through partials
-	vec            int32 // tile: C is a multiple of a pack and every pointer 16-byte aligned
-	out            int32 // general: 0 da, 1 db
-	ahead          int32 // tile: packs a thread prefetches to L2 ahead of its loads (0: none)
-	_              int32
+	r, c           int64             // tile: dy as [R, C]
+	rows           int64             // tile: rows per tile, a multiple of BCAST_WARPS
+	nrt, nct       int64             // tile: tiles along the rows and along the columns
+	wsA, wsB       int64             // workspace byte offsets of da's and db's partials (opmath)
+	phase          int32             // BCAST_TILE, BCAST_TILE_FINISH, BCAST_GEN or BCAST_GEN_FINISH
+	j              int32             // tile: packs per lane per row (1 when an operand is BCAST_COL)
+	kindA, kindB   int32             // tile: BCAST_FULL, BCAST_COL, BCAST_ROW or BCAST_SCALAR
+	partA, partB   int32             // tile: 1 when that output's sums go through partials
+	vec            int32             // tile: C is a multiple of a pack and every pointer 16-byte aligned
+	out            int32             // general: 0 da, 1 db
 	nk, nr         int64             // general: kept and reduced elements
 	chunk, nchunks int64             // general: reduced elements per chunk, chunks (1: no partials)
 	krank, rrank   int32             // general: kept and reduced dims in use

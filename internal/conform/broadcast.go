@@ -161,30 +161,23 @@ func (e *Env) CheckBinaryBroadcast(op ops.BinaryOp, dt dtype.DType, cases []Broa
 			res.Failf("%v: NewBinaryBackward: %v", c, err)
 			continue
 		}
-		in := broadcastInputs(rng, name, dt, c)
+		shapes := [3][]int{c.Shape, c.AShape, c.BShape}
+		var in [3][]float64
+		for k := range in {
+			in[k] = make([]float64, product(shapes[k]))
+			for i := range in[k] {
+				if k == 0 {
+					in[k][i] = dtype.Round(dt, rng.NormFloat64())
+				} else {
+					in[k][i] = dtype.Round(dt, broadcastValue(rng, name, k == 2, c.Special))
+				}
+			}
+		}
 		if err := e.runBroadcastCase(plan, c, in, s, &res); err != nil {
 			res.Failf("%v: %v", c, err)
 		}
 	}
 	return res
-}
-
-// broadcastInputs draws dy, a and b of case c: dy normal, a and b
-// broadcastValue's, each rounded to dt.
-func broadcastInputs(rng *rand.Rand, name string, dt dtype.DType, c BroadcastCase) [3][]float64 {
-	shapes := [3][]int{c.Shape, c.AShape, c.BShape}
-	var in [3][]float64
-	for k := range in {
-		in[k] = make([]float64, product(shapes[k]))
-		for i := range in[k] {
-			if k == 0 {
-				in[k][i] = dtype.Round(dt, rng.NormFloat64())
-			} else {
-				in[k][i] = dtype.Round(dt, broadcastValue(rng, name, k == 2, c.Special))
-			}
-		}
-	}
-	return in
 }
 
 func (e *Env) runBroadcastCase(plan *ops.BinaryBackward, c BroadcastCase, in [3][]float64, s float64, res *Result) error {
