@@ -6,6 +6,7 @@ import (
 	"go/format"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/baracuda-go/baracuda/dtype"
@@ -53,6 +54,15 @@ func (f *Family) validate() error {
 			return fmt.Errorf("family %s: kernel %s appears twice", f.Name, k.name())
 		}
 		seen[k.name()] = true
+	}
+	for _, v := range f.Variants {
+		for dt, names := range v.Skip {
+			for _, op := range names {
+				if !slices.ContainsFunc(f.Ops, func(o Op) bool { return o.Name == op }) || !slices.Contains(f.DTypes, dt) {
+					return fmt.Errorf("family %s: variant %q skips %s %s, which the family does not have", f.Name, v.Name, op, dt)
+				}
+			}
+		}
 	}
 	for _, p := range f.Params {
 		switch p.PTX {

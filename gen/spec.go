@@ -49,6 +49,10 @@ type Variant struct {
 	// (a kernel shape that only some rows have).
 	Ops    []string
 	DTypes []dtype.DType
+	// Skip, when set, leaves single ops of a dtype out of what Ops and
+	// DTypes keep: pairs where the bench has the kernels plans take
+	// without the variant faster (docs/variants.md records the figures).
+	Skip map[dtype.DType][]string
 	// Block, when set, replaces the family's Block for the variant's
 	// kernels (their launch bounds, with no minimum of resident blocks, and
 	// the block the launcher gives them): a shape that needs more threads
@@ -64,7 +68,8 @@ type Variant struct {
 
 // has reports whether the variant is instantiated for op and dt.
 func (v Variant) has(op string, dt dtype.DType) bool {
-	return (v.Ops == nil || slices.Contains(v.Ops, op)) && (v.DTypes == nil || slices.Contains(v.DTypes, dt))
+	return (v.Ops == nil || slices.Contains(v.Ops, op)) && (v.DTypes == nil || slices.Contains(v.DTypes, dt)) &&
+		!slices.Contains(v.Skip[dt], op)
 }
 
 // Family is one PTX module: one .cuh body, one ABI, one Go launcher.

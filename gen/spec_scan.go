@@ -65,6 +65,9 @@ var scanFamily = Family{
 		// thread in registers (ops/scan_tallrow.go, gen/scan_tallrow.cuh).
 		// ptxas's own register choice (cumsum f32 at 64 registers, four
 		// blocks per SM; at four blocks the 16-bit cumsum kernels spill).
-		{Name: "tallrow", Template: "scan_backward_tallrow"},
+		// Not built for cumsum, cummax and cummin in f32 and f64, where
+		// the tall kernel is faster (docs/variants.md).
+		{Name: "tallrow", Template: "scan_backward_tallrow", Skip: map[dtype.DType][]string{
+			dtype.F32: {"cumsum", "cummax", "cummin"}, dtype.F64: {"cumsum", "cummax", "cummin"}}},
 	},
 }

@@ -14,9 +14,6 @@ extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_cumsum_f32_short(co
 extern "C" __global__ void __launch_bounds__(256, 3) scan_bw_cumsum_f32_tall(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<float, CumsumBw>(dy, x, y, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256) scan_bw_cumsum_f32_tallrow(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
-	scan_backward_tallrow<float, CumsumBw>(dy, x, y, dx, ws, L);
-}
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cumsum_f16_row(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_row<__half, CumsumBw>(dy, x, y, dx, ws, L);
 }
@@ -58,9 +55,6 @@ extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_cumsum_f64_short(co
 }
 extern "C" __global__ void __launch_bounds__(256, 3) scan_bw_cumsum_f64_tall(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<double, CumsumBw>(dy, x, y, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256) scan_bw_cumsum_f64_tallrow(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
-	scan_backward_tallrow<double, CumsumBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cumprod_f32_row(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_row<float, CumprodBw>(dy, x, y, dx, ws, L);
@@ -134,9 +128,6 @@ extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_cummax_f32_short(co
 extern "C" __global__ void __launch_bounds__(256, 3) scan_bw_cummax_f32_tall(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<float, CummaxBw>(dy, x, y, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256) scan_bw_cummax_f32_tallrow(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
-	scan_backward_tallrow<float, CummaxBw>(dy, x, y, dx, ws, L);
-}
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cummax_f16_row(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_row<__half, CummaxBw>(dy, x, y, dx, ws, L);
 }
@@ -179,9 +170,6 @@ extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_cummax_f64_short(co
 extern "C" __global__ void __launch_bounds__(256, 3) scan_bw_cummax_f64_tall(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<double, CummaxBw>(dy, x, y, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256) scan_bw_cummax_f64_tallrow(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
-	scan_backward_tallrow<double, CummaxBw>(dy, x, y, dx, ws, L);
-}
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cummin_f32_row(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_row<float, CumminBw>(dy, x, y, dx, ws, L);
 }
@@ -193,9 +181,6 @@ extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_cummin_f32_short(co
 }
 extern "C" __global__ void __launch_bounds__(256, 3) scan_bw_cummin_f32_tall(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<float, CumminBw>(dy, x, y, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256) scan_bw_cummin_f32_tallrow(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
-	scan_backward_tallrow<float, CumminBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256) scan_bw_cummin_f16_row(const __half* __restrict__ dy, const __half* __restrict__ x, const __half* __restrict__ y, __half* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_row<__half, CumminBw>(dy, x, y, dx, ws, L);
@@ -238,9 +223,6 @@ extern "C" __global__ void __launch_bounds__(128, 1) scan_bw_cummin_f64_short(co
 }
 extern "C" __global__ void __launch_bounds__(256, 3) scan_bw_cummin_f64_tall(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_tall<double, CumminBw>(dy, x, y, dx, ws, L);
-}
-extern "C" __global__ void __launch_bounds__(256) scan_bw_cummin_f64_tallrow(const double* __restrict__ dy, const double* __restrict__ x, const double* __restrict__ y, double* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
-	scan_backward_tallrow<double, CumminBw>(dy, x, y, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256) scan_bw_logcumsumexp_f32_row(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dx, void* __restrict__ ws, ScanLayout L) {
 	scan_backward_row<float, LogcumsumexpBw>(dy, x, y, dx, ws, L);

@@ -11,10 +11,24 @@ import (
 // its knob, the geometry, and a model of the kernel's index math
 // (gen/scan_tallrow.cuh).
 
+// tallRowBuilt is where the spec builds the tallrow kernel (gen/spec_scan.go):
+// every op in the 16-bit types, cumprod and logcumsumexp in f32 and f64.
+func tallRowBuilt(op ScanOp, dt dtype.DType) bool {
+	return dt.Size() == 2 || op == ScanCumprod || op == ScanLogcumsumexp
+}
+
 // TestScanTallRowPolicy: plans take the tallrow kernel where the tall
-// mapping's policy applies over 4 columns, the tall kernel for other
-// widths, and BARACUDA_SCAN_TALLROW and BARACUDA_SCAN_TALL override.
+// mapping's policy applies over 4 columns and the kernel is built, the tall
+// kernel for other widths and where it is not built, and
+// BARACUDA_SCAN_TALLROW and BARACUDA_SCAN_TALL override.
 func TestScanTallRowPolicy(t *testing.T) {
+	for _, op := range ScanOps() {
+		for _, dt := range dtype.All {
+			if _, ok := lookupKernel("scan", op.String(), dt, "tallrow"); ok != tallRowBuilt(op, dt) {
+				t.Errorf("%s %s: tallrow kernel built %v, want %v", op, dt, ok, tallRowBuilt(op, dt))
+			}
+		}
+	}
 	cases := []struct {
 		shape      []int
 		axis       int
@@ -39,14 +53,18 @@ func TestScanTallRowPolicy(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if got := p.trowK != nil; got != c.row {
-					t.Errorf("%s %s %v axis %d: tallrow %v, want %v", op, dt, c.shape, c.axis, got, c.row)
+				row, want := c.row && tallRowBuilt(op, dt), c.wantKernel
+				if c.row && !row {
+					want = "_tall"
+				}
+				if got := p.trowK != nil; got != row {
+					t.Errorf("%s %s %v axis %d: tallrow %v, want %v", op, dt, c.shape, c.axis, got, row)
 				}
 				if got := p.tallK != nil; got != c.tall {
 					t.Errorf("%s %s %v axis %d: tall %v, want %v", op, dt, c.shape, c.axis, got, c.tall)
 				}
-				if name := p.Kernel().Name; !strings.HasSuffix(name, c.wantKernel) {
-					t.Errorf("%s %s %v axis %d: Kernel() %s, want %s", op, dt, c.shape, c.axis, name, c.wantKernel)
+				if name := p.Kernel().Name; !strings.HasSuffix(name, want) {
+					t.Errorf("%s %s %v axis %d: Kernel() %s, want %s", op, dt, c.shape, c.axis, name, want)
 				}
 				if p.trowG != nil && (p.WorkspaceSize() < p.trowG.ws.size || p.WorkspaceSize() < p.tallG.ws.size) {
 					t.Errorf("%s %s %v: WorkspaceSize %d < tallrow's %d or tall's %d", op, dt, c.shape,
@@ -56,7 +74,7 @@ func TestScanTallRowPolicy(t *testing.T) {
 		}
 	}
 	t.Setenv(scanTallRowEnv, "never")
-	if p, _ := NewScanBackward(ScanDesc{Op: ScanCumsum, DType: dtype.F32, Shape: []int{4194304, 4}}); p.trowK != nil ||
+	if p, _ := NewScanBackward(ScanDesc{Op: ScanCumsum, DType: dtype.BF16, Shape: []int{4194304, 4}}); p.trowK != nil ||
 		p.tallK == nil {
 		t.Errorf("%s=never: tallrow %v, tall %v", scanTallRowEnv, p.trowK != nil, p.tallK != nil)
 	}
@@ -71,12 +89,12 @@ func TestScanTallRowPolicy(t *testing.T) {
 		}
 	}
 	for _, shape := range [][]int{{33, 3}, {33, 8}, {4, 33}} {
-		if p, _ := NewScanBackward(ScanDesc{Op: ScanCumsum, DType: dtype.F32, Shape: shape}); p.trowK != nil {
+		if p, _ := NewScanBackward(ScanDesc{Op: ScanCumsum, DType: dtype.BF16, Shape: shape}); p.trowK != nil {
 			t.Errorf("%s=always %v: tallrow kernel", scanTallRowEnv, shape)
 		}
 	}
 	t.Setenv(scanTallEnv, "never")
-	if p, _ := NewScanBackward(ScanDesc{Op: ScanCumsum, DType: dtype.F32, Shape: []int{4194304, 4}}); p.trowK != nil {
+	if p, _ := NewScanBackward(ScanDesc{Op: ScanCumsum, DType: dtype.BF16, Shape: []int{4194304, 4}}); p.trowK != nil {
 		t.Errorf("%s=never: tallrow kernel", scanTallEnv)
 	}
 }
