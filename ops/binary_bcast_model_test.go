@@ -293,17 +293,6 @@ func offsetsOf(tp *Tensor) []int64 {
 	return offs
 }
 
-// transposedStrides are the strides of shape stored first dim fastest.
-func transposedStrides(shape []int) []int {
-	st := make([]int, len(shape))
-	s := 1
-	for d := range shape {
-		st[d] = s
-		s *= shape[d]
-	}
-	return st
-}
-
 // checkBcastModel compares the model's da and db with the reference for
 // one pattern, contiguous and (strided) transposed.
 func checkBcastModel(t *testing.T, dt dtype.DType, shape, as, bs []int, noDA, noDB bool, rng *rand.Rand) {
@@ -331,7 +320,7 @@ func checkBcastModel(t *testing.T, dt dtype.DType, shape, as, bs []int, noDA, no
 			}
 			tt := Tensor{DType: dt, Shape: s}
 			if transposed {
-				tt.Strides = transposedStrides(s)
+				tt.Strides = colMajor(s)
 			}
 			ts[i] = &tt
 		}

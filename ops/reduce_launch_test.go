@@ -215,7 +215,7 @@ func TestReduceReducedFormLayout(t *testing.T) {
 	}
 }
 
-// colMajor is the column-major strides of shape.
+// colMajor is the column-major strides of shape (first dim fastest).
 func colMajor(shape []int) []int {
 	st := make([]int, len(shape))
 	n := 1

@@ -42,10 +42,10 @@ func shortArgs(p *ScanBackward, edit func(a *ScanArgs)) ScanArgs {
 func TestScanShortLaunch(t *testing.T) {
 	transposed := func(a *ScanArgs) {
 		for _, tp := range []*Tensor{&a.DY, &a.X, &a.Y, &a.DX} {
-			tp.Strides = transposedStrides(tp.Shape)
+			tp.Strides = colMajor(tp.Shape)
 		}
 	}
-	dyTransposed := func(a *ScanArgs) { a.DY.Strides = transposedStrides(a.DY.Shape) }
+	dyTransposed := func(a *ScanArgs) { a.DY.Strides = colMajor(a.DY.Shape) }
 	cases := []struct {
 		op     ScanOp
 		dt     dtype.DType
