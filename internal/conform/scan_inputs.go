@@ -62,14 +62,7 @@ func scanInputs(rng *rand.Rand, op ops.ScanOp, dt dtype.DType, v ScanValues, sli
 			if v == ScanExact || v == ScanSaturated {
 				g = float64(rng.IntN(9) - 4)
 			} else if v == ScanSpecial {
-				switch rng.IntN(400) {
-				case 0:
-					g = math.NaN()
-				case 1:
-					g = math.Inf(1)
-				case 2:
-					g = math.Inf(-1)
-				}
+				g = rareNonFinite(rng, 400, g)
 			}
 			dy[k] = dtype.Round(dt, g)
 			var xv float64
@@ -99,14 +92,7 @@ func scanInputs(rng *rand.Rand, op ops.ScanOp, dt dtype.DType, v ScanValues, sli
 					}
 				}
 				if v == ScanSpecial {
-					switch rng.IntN(60) {
-					case 0:
-						xv = math.NaN()
-					case 1:
-						xv = math.Inf(1)
-					case 2:
-						xv = math.Inf(-1)
-					}
+					xv = rareNonFinite(rng, 60, xv)
 				}
 			case ops.ScanLogcumsumexp:
 				xv = rng.NormFloat64() * 2
@@ -131,6 +117,20 @@ func scanInputs(rng *rand.Rand, op ops.ScanOp, dt dtype.DType, v ScanValues, sli
 			x[k] = dtype.Round(dt, xv)
 		}
 	}
+}
+
+// rareNonFinite is NaN, +inf or -inf, each with probability 1/m (one
+// draw of rng), else v.
+func rareNonFinite(rng *rand.Rand, m int, v float64) float64 {
+	switch rng.IntN(m) {
+	case 0:
+		return math.NaN()
+	case 1:
+		return math.Inf(1)
+	case 2:
+		return math.Inf(-1)
+	}
+	return v
 }
 
 // scanIndex is the element of slice idx at scan position p: idx[p], or
