@@ -7,13 +7,50 @@
 #   ./run.sh --nccl [filter]    NCCL all-reduce bus bandwidth on every visible GPU: ours in one
 #                               process (nccl-ours.jsonl) and one process per GPU
 #                               (nccl-ours-procs.jsonl), torch.distributed's (nccl-torch.jsonl)
+#   ./run.sh --ab filter VARIANT...
+#                               an A/B of kernel variants (no PyTorch): the cases matching filter
+#                               ("" for all) with the embedded kernels and with each VARIANT, a
+#                               directory of PTX modules (BARACUDA_PTX_DIR, e.g. from
+#                               scripts/ptx-variant.sh) or a NAME=VALUE setting of a developer
+#                               knob; AB_ROUNDS rounds (2 by default), alternating, then ab.py's
+#                               table (runs in ab-<n>-<round>.jsonl, n = 0 for the baseline)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${OUT_DIR:-$here}
 mode=""
 case "${1:-}" in
---sweep | --shapes | --nccl) mode=$1; shift ;;
+--sweep | --shapes | --nccl | --ab) mode=$1; shift ;;
 esac
+if [ "$mode" = --ab ]; then
+  if [ $# -lt 2 ]; then
+    echo "usage: run.sh --ab filter VARIANT..." >&2
+    exit 2
+  fi
+  filter=$1
+  shift
+  variants=("" "$@")
+  rm -f "$out"/ab-*-*.jsonl
+  for round in $(seq 1 "${AB_ROUNDS:-2}"); do
+    for i in "${!variants[@]}"; do
+      v=${variants[$i]}
+      env=()
+      case "$v" in
+      "") ;;
+      *=*) env=("$v") ;;
+      *) env=("BARACUDA_PTX_DIR=$(cd "$v" && pwd)") ;;
+      esac
+      env ${env[@]+"${env[@]}"} "$here/baracuda" bench -json -filter "$filter" > "$out/ab-$i-$round.jsonl"
+    done
+  done
+  sides=()
+  for i in "${!variants[@]}"; do
+    files=$(ls "$out"/ab-"$i"-*.jsonl | paste -sd, -)
+    sides+=("$files")
+    echo "side $i: ${variants[$i]:-embedded kernels} ($files)"
+  done
+  python3 "$here/ab.py" "${sides[@]}"
+  exit 0
+fi
 prefix=${mode:+${mode#--}-}
 filter=${1:-}
 if [ "$mode" = --nccl ]; then
