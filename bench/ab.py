@@ -13,11 +13,12 @@ ratios and the cases that moved by 5% or more, the gain a kernel variant
 must show on some case to be kept (CONTRIBUTING.md).
 `run.sh --ab` makes the runs and calls this script.
 """
-import json
 import math
 import os
 import re
 import sys
+
+from compare import load as load_file
 
 THRESHOLD = 0.05
 
@@ -26,15 +27,9 @@ def load(paths):
     """The least time per case over the files in paths (comma-separated)."""
     best = {}
     for path in paths.split(","):
-        with open(path) as f:
-            for line in f:
-                line = line.strip()
-                if not line.startswith("{"):
-                    continue
-                r = json.loads(line)
-                if "case" not in r or not r.get("us"):
-                    continue
-                c = r["case"]
+        rows, _ = load_file(path)
+        for c, r in rows.items():
+            if r.get("us"):
                 best[c] = min(best.get(c, math.inf), r["us"])
     return best
 
@@ -55,19 +50,17 @@ def compare(base, variant, label):
         return
     print(f"== {label} against the baseline ({len(cases)} cases)")
     print(f"{'case':<48} {'base us':>9} {'us':>9} {'ratio':>7}")
-    ratios = []
+    ratio = {c: variant[c] / base[c] for c in cases}
     for c in cases:
-        r = variant[c] / base[c]
-        ratios.append(r)
-        print(f"{c:<48} {base[c]:9.1f} {variant[c]:9.1f} {r:7.3f}")
-    gm = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
-    faster = [c for c in cases if variant[c] / base[c] <= 1 - THRESHOLD]
-    slower = [c for c in cases if variant[c] / base[c] >= 1 + THRESHOLD]
+        print(f"{c:<48} {base[c]:9.1f} {variant[c]:9.1f} {ratio[c]:7.3f}")
+    gm = math.exp(sum(math.log(r) for r in ratio.values()) / len(cases))
+    faster = [c for c in cases if ratio[c] <= 1 - THRESHOLD]
+    slower = [c for c in cases if ratio[c] >= 1 + THRESHOLD]
     print(f"geometric mean ratio {gm:.3f}; {len(faster)} cases faster by 5% or more, {len(slower)} slower by 5% or more")
     for c in faster:
-        print(f"  faster: {c} {variant[c] / base[c]:.3f}")
+        print(f"  faster: {c} {ratio[c]:.3f}")
     for c in slower:
-        print(f"  slower: {c} {variant[c] / base[c]:.3f}")
+        print(f"  slower: {c} {ratio[c]:.3f}")
     missing = [c for c in base if c not in variant]
     if missing:
         print(f"  {len(missing)} baseline cases missing here, e.g. {missing[0]}")
