@@ -86,9 +86,10 @@ __device__ __forceinline__ void reduce_one(const T* __restrict__ x, const T* __r
 // and fshift[0] divide by I/W (strips per outer index).
 #define RED_STRIP_BATCH 8
 #define RED_STRIP_VMAX 4
-#define RED_STRIP_HEAD 4096
-// RED_STRIP_CLUSTER (gen/zconsts.cuh): blocks per cluster of the clustered
-// strip kernel (reduce_stripc; redStripCluster in ops/zconsts.go).
+// RED_STRIP_CLUSTER and RED_STRIP_HEAD (gen/zconsts.cuh, with
+// ops/zconsts.go's redStripCluster and redStripHead): the clustered strip
+// kernel's blocks per cluster, and the bytes of shared memory before the
+// packs.
 // red_strip is the strip kernel for C == 1 and, for C > 1 (compute
 // capability 9.0, a thread block cluster of C blocks per strip), its
 // clustered form: block b is part b % C of strip b / C and holds only rows

@@ -24,16 +24,6 @@ template <typename M> struct __align__(2 * sizeof(M)) FixRec {
 	int k;
 };
 
-// Elements per thread per tile, at most (a run): 16, 8 for f64, by default;
-// more where the registers allow it (cumsum, and cummax/cummin whose
-// factors are bits): more bytes in flight per thread and fewer tiles. The
-// choice keeps every kernel clear of register spills under ptxas's
-// occupancy heuristics (go run ./gen -verify checks it); ops/scan_geometry.go's
-// scanItems mirrors it.
-template <typename T, typename Op> struct ScanItems {
-	static constexpr int row = sizeof(T) == 8 ? 8 : 16, col = row;
-};
-
 // Aff is the map V -> u + a (.) V.
 template <typename M> struct __align__(2 * sizeof(M)) Aff {
 	M a, u;
@@ -142,10 +132,6 @@ struct CumsumBw : NoFwd {
 	}
 };
 
-template <typename T> struct ScanItems<T, CumsumBw> {
-	static constexpr int row = sizeof(T) == 8 ? 8 : sizeof(T) == 2 ? 32 : 16, col = sizeof(T) == 8 ? 8 : 32;
-};
-
 // cumprod: dx_k = y_{k-1} * sum_{j>=k} g_j * x_{k+1}...x_j, exact with zeros
 // and without division; PyTorch's three regions follow: before the first
 // zero z1 the usual value, at z1 the value with the products cut at the
@@ -237,16 +223,6 @@ template <> struct FactorMul<CumprodBw> {
 	}
 };
 
-// bf16 cumprod col runs hold 15: at 16 the 80 registers of the compute_80
-// build (3 blocks per SM) spill loaded values between the operands' loads,
-// each spill store waiting for its load, so the tile makes one round trip
-// per operand; at 15 nothing spills, and shorter runs are slower.
-// logcumsumexp issues its loads before its spills and keeps 16 (shorter
-// runs slow it down).
-template <> struct ScanItems<__nv_bfloat16, CumprodBw> {
-	static constexpr int row = 16, col = 15;
-};
-
 __device__ __forceinline__ float scan_fmax(float a, float b) { return fmaxf(a, b); }
 __device__ __forceinline__ double scan_fmax(double a, double b) { return fmax(a, b); }
 __device__ __forceinline__ float scan_fmin(float a, float b) { return fminf(a, b); }
@@ -331,17 +307,6 @@ template <typename Op> struct Direct {
 };
 template <> struct Direct<CumprodBw> {
 	static constexpr bool on = true;
-};
-
-template <typename T, int E> struct ScanItems<T, CumExtBw<E> > {
-	static constexpr int row = sizeof(T) == 2 ? 32 : 16, col = sizeof(T) == 8 ? 16 : 32;
-};
-// The bf16 cummax/cummin col runs hold 20 and load dy and x together
-// (ScanRun::load): at 32, held at once they spill 306 bytes and run
-// slower than one operand after the other (a round trip each); at 20
-// nothing spills and both go out at once (longer runs are slower).
-template <int E> struct ScanItems<__nv_bfloat16, CumExtBw<E> > {
-	static constexpr int row = 32, col = 20;
 };
 
 // scan_exp2h is exp(2h) (h is half the exponent), or for a 16-bit dtype
@@ -508,3 +473,7 @@ template <> struct ColFetch<__nv_bfloat16, LogcumsumexpBw> {
 	static constexpr bool prefetch = false, l2_128 = true;
 };
 #endif
+
+// ScanItems<T, Op>, the run lengths: one per (dtype, op), from the spec
+// table (gen/spec_scan_items.go).
+#include "zscan_items.cuh"

@@ -46,6 +46,8 @@ var consts = []Const{
 		Comment: "blocks per thread block cluster of the reduce cluster kernel (chunks per split slice)"},
 	{Name: "RED_STRIP_CLUSTER", GoName: "redStripCluster", Value: redStripCluster,
 		Comment: "blocks per cluster of the clustered strip kernel (reduce_stripc)"},
+	{Name: "RED_STRIP_HEAD", GoName: "redStripHead", Value: 4096,
+		Comment: "bytes of a strip kernel block's shared memory before its packs of x: the warps' partial statistics and the slices' contexts"},
 	{Name: "RED_SEG_CLUSTER", GoName: "redSegCluster", Value: redSegCluster,
 		Comment: "blocks per cluster of the clustered seg kernel (reduce_segc): chunks per slice"},
 	{Name: "RED_FLAT_LOCAL", GoName: "redFlatLocal", Value: 64,

@@ -38,6 +38,9 @@
 // RED_STRIP_CLUSTER: blocks per cluster of the clustered strip kernel (reduce_stripc).
 #define RED_STRIP_CLUSTER 2
 
+// RED_STRIP_HEAD: bytes of a strip kernel block's shared memory before its packs of x: the warps' partial statistics and the slices' contexts.
+#define RED_STRIP_HEAD 4096
+
 // RED_SEG_CLUSTER: blocks per cluster of the clustered seg kernel (reduce_segc): chunks per slice.
 #define RED_SEG_CLUSTER 8
 

@@ -157,10 +157,8 @@ const reduceOneEnv = "BARACUDA_REDUCE_ONE"
 // clustered form wherever the device has it, the one-block form elsewhere
 // for the 16-bit dtypes only, where the col slices would be split and the
 // blocks are at least as many as the GPU's SMs.
-const (
-	redStripHead = 4096      // RED_STRIP_HEAD in reduce_kernels.cuh
-	redStripSmem = 227 << 10 // a block's most shared memory on an H100
-)
+// redStripHead, the bytes before the packs, is generated (ops/zconsts.go).
+const redStripSmem = 227 << 10 // a block's most shared memory on an H100
 
 // redStripCluster (ops/zconsts.go, RED_STRIP_CLUSTER in gen/zconsts.cuh, both
 // generated from gen/spec_consts.go) is the clustered strip kernel's blocks

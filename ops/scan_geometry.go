@@ -113,37 +113,12 @@ type scanWorkspace struct {
 	flags, unitFlag, zero, agg, incl, fwd, fix, size int64
 }
 
-// scanItems mirrors ScanItems in gen/scan_ops.cuh: elements per thread per
-// tile in the row and col kernels.
+// scanItems is ScanItems in gen/zscan_items.cuh: elements per thread per
+// tile in the row and col kernels. Both come from one table, gen/spec_scan_items.go
+// (scanItemsByOp, ops/zscan_items.go).
 func scanItems(op ScanOp, dt dtype.DType) (row, col int64) {
-	size := dt.Size()
-	switch op {
-	case ScanCumsum:
-		switch size {
-		case 8:
-			return 8, 8
-		case 2:
-			return 32, 32
-		}
-		return 16, 32
-	case ScanCummax, ScanCummin:
-		switch {
-		case size == 8:
-			return 16, 16
-		case dt == dtype.BF16:
-			return 32, 20 // dy and x of 32 held at once spill (compute_80 build)
-		case size == 2:
-			return 32, 32
-		}
-		return 16, 32
-	}
-	if size == 8 {
-		return 8, 8
-	}
-	if op == ScanCumprod && dt == dtype.BF16 {
-		return 16, 15 // 16 spills within the compute_80 build's 80 registers
-	}
-	return 16, 16
+	it := scanItemsByOp[op.String()][dt]
+	return it[0], it[1]
 }
 
 // scanBlock and scanWarps are generated (ops/zconsts.go). scanCounter

@@ -40,6 +40,9 @@ const (
 	// redStripCluster is RED_STRIP_CLUSTER: blocks per cluster of the clustered strip kernel (reduce_stripc).
 	redStripCluster = 2
 
+	// redStripHead is RED_STRIP_HEAD: bytes of a strip kernel block's shared memory before its packs of x: the warps' partial statistics and the slices' contexts.
+	redStripHead = 4096
+
 	// redSegCluster is RED_SEG_CLUSTER: blocks per cluster of the clustered seg kernel (reduce_segc): chunks per slice.
 	redSegCluster = 8
 
