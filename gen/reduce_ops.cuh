@@ -11,9 +11,10 @@
 // RED_FIX_BATCH: rows per lane whose loads red_fix_rows issues together.
 #define RED_FIX_BATCH 4
 // RedCache is the 16-byte packs of x a row-mapping thread keeps in
-// registers between the statistics and the apply step: 4 packs (16 values
-// of f32, 32 of f16/bf16: 64 bytes in flight per thread), 2 of f64.
-template <typename T> struct RedCache { static constexpr int packs = sizeof(T) == 8 ? 2 : 4; };
+// registers between the statistics and the apply step (RED_CACHE_PACKS,
+// RED_CACHE_PACKS_F64 for f64; the launcher's rowGeometry sizes its
+// groups by the same generated constants).
+template <typename T> struct RedCache { static constexpr int packs = sizeof(T) == 8 ? RED_CACHE_PACKS_F64 : RED_CACHE_PACKS; };
 
 enum { RED_ROW = 0, RED_COL = 1 };
 enum { RED_FUSED = 0, RED_STATS = 1, RED_APPLY = 2, RED_ONE = 3, RED_CLUSTER = 4 };

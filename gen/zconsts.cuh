@@ -38,6 +38,12 @@
 // RED_STRIP_CLUSTER: blocks per cluster of the clustered strip kernel (reduce_stripc).
 #define RED_STRIP_CLUSTER 2
 
+// RED_CACHE_PACKS: 16-byte packs of x a row-mapping thread keeps in registers between the statistics and the apply step (16 values of f32, 32 of f16/bf16: 64 bytes in flight per thread).
+#define RED_CACHE_PACKS 4
+
+// RED_CACHE_PACKS_F64: RED_CACHE_PACKS for f64.
+#define RED_CACHE_PACKS_F64 2
+
 // RED_STRIP_HEAD: bytes of a strip kernel block's shared memory before its packs of x: the warps' partial statistics and the slices' contexts.
 #define RED_STRIP_HEAD 4096
 

@@ -19,12 +19,8 @@ import (
 // least 2; else 1, by what x and dx allow), by H threads along the axis. The
 // chunking depends on the shape and dtype only, so the workspace size is
 // known at plan time and results are the same bits on every GPU.
-// redBlock is generated (ops/zconsts.go).
+// redBlock, redCachePacks and redCachePacksF64 are generated (ops/zconsts.go).
 const (
-	// redCachePacks is RedCache in reduce_ops.cuh: 16-byte packs of x per row
-	// thread kept in registers (2 for f64), so a row of up to G*4 packs is
-	// read once.
-	redCachePacks = 4
 	// redTargetThreads is the parallelism a launch aims for (about the
 	// resident threads of a large GPU); slices are split into chunks only
 	// when they give fewer than half of it.
@@ -320,9 +316,9 @@ func pow2Clamp(v int64, hi int32) int32 {
 func rowGeometry(slices, k int64, size int) reduceGeom {
 	n := int64(16 / size)
 	units := ceilDiv(k, n)
-	cp := int64(redCachePacks)
+	cp := int64(redCachePacks) // RedCache: a row of up to G*cp packs is read once
 	if size == 8 {
-		cp = 2
+		cp = redCachePacksF64
 	}
 	g := pow2Clamp(ceilDiv(units, cp), redBlock)
 	geo := reduceGeom{group: g, chunk: k, nchunks: 1, tiles: slices}

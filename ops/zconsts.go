@@ -40,6 +40,12 @@ const (
 	// redStripCluster is RED_STRIP_CLUSTER: blocks per cluster of the clustered strip kernel (reduce_stripc).
 	redStripCluster = 2
 
+	// redCachePacks is RED_CACHE_PACKS: 16-byte packs of x a row-mapping thread keeps in registers between the statistics and the apply step (16 values of f32, 32 of f16/bf16: 64 bytes in flight per thread).
+	redCachePacks = 4
+
+	// redCachePacksF64 is RED_CACHE_PACKS_F64: RED_CACHE_PACKS for f64.
+	redCachePacksF64 = 2
+
 	// redStripHead is RED_STRIP_HEAD: bytes of a strip kernel block's shared memory before its packs of x: the warps' partial statistics and the slices' contexts.
 	redStripHead = 4096
 
