@@ -4,17 +4,13 @@
 // kernel (red_one_totals) and of the cluster kernel (red_cluster_totals).
 #include "reduce_row.cuh"
 
-// RedColVec is how many adjacent slices a col-mapping thread takes when x
-// and dx are contiguous across them: one 16-byte access (4 of f32, 8 of
-// f16/bf16, 2 of f64), except 4 of f16/bf16 (8 bytes) for the ops with
-// statistics, whose per-slice statistics and context for 8 slices hold so
-// many registers that a quarter of the resident blocks would be lost; else half
-// of that where it is at least 2 (the launcher's cvec says which), else 1.
+// RedColVec<T, Op>::n (gen/zreduce_colvec.cuh, from the spec) is how many
+// adjacent slices a col-mapping thread takes when x and dx are contiguous
+// across them; else half of that where it is at least 2 (the launcher's
+// cvec says which), else 1.
+#include "zreduce_colvec.cuh"
 // RedColUnroll is the col loops' unroll: 64 bytes of x in flight per thread
 // with 16-byte accesses, and with narrower ones too.
-template <typename T, typename Op> struct RedColVec {
-	static constexpr int n = sizeof(T) == 2 && Op::stats ? 4 : 16 / sizeof(T);
-};
 template <typename T, int V> struct RedColUnroll { static constexpr int n = V * sizeof(T) >= 16 ? 4 : 8; };
 
 

@@ -250,11 +250,12 @@ __device__ __forceinline__ void st_cg(double* p, double v) { __stcg(p, v); }
 __device__ __forceinline__ float ld_cg(const float* p) { return __ldcg(p); }
 __device__ __forceinline__ double ld_cg(const double* p) { return __ldcg(p); }
 
-// The look-back part of the workspace holds 0xff bytes before the tiles
-// write it (the fill blocks', see scan_take, or the row mapping's first
+// The look-back part of the workspace holds SCAN_NONE_BYTE bytes
+// (gen/zconsts.cuh) before the tiles write it (Run's memset of the ticket
+// counter, the fill blocks', see scan_take, or the row mapping's first
 // pass): SCAN_NONE is a flag, or a 32-bit slot, that no tile has written
-// yet (and the ticket counter starts at all ones).
-#define SCAN_NONE 0xffffffffu
+// yet (and the ticket counter's first value).
+#define SCAN_NONE (SCAN_NONE_BYTE * 0x01010101u)
 
 __device__ __forceinline__ unsigned ld_flag(const unsigned* p) { return *reinterpret_cast<const volatile unsigned*>(p); }
 __device__ __forceinline__ void st_flag(unsigned* p, unsigned v) { *reinterpret_cast<volatile unsigned*>(p) = v; }

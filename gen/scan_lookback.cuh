@@ -456,7 +456,7 @@ __device__ __forceinline__ M fwd_lookback(unsigned char* ws, const ScanLayout& L
 // holds the tickets taken before it in its low SCAN_TK_BITS bits and,
 // above them, the fill blocks that are done. The first L.fillers tickets
 // are fill blocks: each sets its share of the slots, [SCAN_COUNTER,
-// L.ws_fill), to 0xff bytes and then counts itself done behind a fence
+// L.ws_fill), to SCAN_NONE_BYTE bytes and then counts itself done behind a fence
 // (so the launcher needs no memset of the slots, a launch of its own).
 // A thread reads or writes the slots only after it has seen every fill
 // block done through an acquire: its block's ticket (scan_take), or
@@ -486,14 +486,14 @@ __device__ __forceinline__ i64 scan_ticket(unsigned char* ws) {
 }
 
 // scan_fill_part: fill block b of `fillers` sets its share of the
-// workspace's slots, [SCAN_COUNTER, ws_fill), to 0xff bytes (16 a store),
+// workspace's slots, [SCAN_COUNTER, ws_fill), to SCAN_NONE_BYTE bytes (16 a store),
 // then counts itself done.
 __device__ __forceinline__ void scan_fill_part(unsigned char* __restrict__ ws, i64 ws_fill, int fillers, i64 b) {
 	const i64 words = (ws_fill - SCAN_COUNTER) >> 4;
 	const i64 per = (words + fillers - 1) / fillers;
 	const i64 w1 = b * per + per < words ? b * per + per : words;
 	uint4* p = reinterpret_cast<uint4*>(ws + SCAN_COUNTER);
-	for (i64 w = b * per + threadIdx.x; w < w1; w += SCAN_THREADS) p[w] = make_uint4(~0u, ~0u, ~0u, ~0u);
+	for (i64 w = b * per + threadIdx.x; w < w1; w += SCAN_THREADS) p[w] = make_uint4(SCAN_NONE, SCAN_NONE, SCAN_NONE, SCAN_NONE);
 	__syncthreads();
 	if (threadIdx.x == 0) {
 		fence_gpu();

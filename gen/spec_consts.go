@@ -76,6 +76,8 @@ var consts = []Const{
 		Comment: "the most rounds of columns a tall tile's warps serve one after another (each round's look-back has its own warp where an op takes two passes)"},
 	{Name: "SCAN_TALLROW_K", GoName: "scanTallRowK", Value: 4,
 		Comment: "the inner extent (columns) of the rows the tallrow kernel serves: a power of two up to 32, and a thread's run of ScanItems::row elements is whole rows"},
+	{Name: "SCAN_NONE_BYTE", GoName: "scanNoneByte", Value: 0xff,
+		Comment: "the byte the scan workspace's look-back part holds before a tile writes it (Run's memset, the fill blocks): a flag or 32-bit slot of four such bytes (SCAN_NONE) is not written yet, and the ticket counter starts there"},
 	{Name: "SCAN_COUNTER", GoName: "scanCounter", Value: 16,
 		Comment: "the scan workspace's first bytes: the ticket counter and room to keep what follows 16-byte aligned"},
 }

@@ -190,7 +190,7 @@ var layouts = []Layout{
 			{Type: "i64", C: "ws_fill", Go: "wsFill",
 				Note: []string{
 					"The fill blocks (see scan_take): the first `fillers` tickets set",
-					"[SCAN_COUNTER, ws_fill) of the workspace to 0xff bytes, a share each",
+					"[SCAN_COUNTER, ws_fill) of the workspace to SCAN_NONE_BYTE bytes, a share each",
 					"(0: the row mapping's forward-state passes fill it).",
 				}},
 			{Type: "int", C: "fillers", Go: "fillers"},

@@ -85,5 +85,8 @@
 // SCAN_TALLROW_K: the inner extent (columns) of the rows the tallrow kernel serves: a power of two up to 32, and a thread's run of ScanItems::row elements is whole rows.
 #define SCAN_TALLROW_K 4
 
+// SCAN_NONE_BYTE: the byte the scan workspace's look-back part holds before a tile writes it (Run's memset, the fill blocks): a flag or 32-bit slot of four such bytes (SCAN_NONE) is not written yet, and the ticket counter starts there.
+#define SCAN_NONE_BYTE 255
+
 // SCAN_COUNTER: the scan workspace's first bytes: the ticket counter and room to keep what follows 16-byte aligned.
 #define SCAN_COUNTER 16

@@ -219,7 +219,7 @@ struct ScanLayout {
 	int tshift;
 	int lsplit;                                  // log2(split): split is a power of two
 	// The fill blocks (see scan_take): the first `fillers` tickets set
-	// [SCAN_COUNTER, ws_fill) of the workspace to 0xff bytes, a share each
+	// [SCAN_COUNTER, ws_fill) of the workspace to SCAN_NONE_BYTE bytes, a share each
 	// (0: the row mapping's forward-state passes fill it).
 	i64 ws_fill;
 	int fillers;

@@ -460,13 +460,11 @@ func (p *ReduceBackward) stripRef(variant string, g reduceStrip) (*kernelRef, er
 	return k, nil
 }
 
-// colVec is RedColVec in reduce_col.cuh: adjacent slices per col thread in one
-// 16-byte access, but 8 bytes (4 slices) for f16/bf16 ops with statistics.
+// colVec is the adjacent slices per col thread where x and dx are
+// contiguous across them (redColVecByOp, generated from the spec with the
+// kernels' RedColVec).
 func colVec(dt dtype.DType, op ReduceOp) int64 {
-	if dt.Size() == 2 && op.hasStats() {
-		return 4
-	}
-	return int64(16 / dt.Size())
+	return redColVecByOp[op.String()][dt]
 }
 
 // redAccSize is the size of one workspace entry (RedAcc<opmath>).

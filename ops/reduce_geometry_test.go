@@ -453,3 +453,17 @@ func TestReduceStripPlan(t *testing.T) {
 		t.Errorf("bf16 [1000 600]: strip on %v, want off", p.stripOn())
 	}
 }
+
+// TestColVecCoversOps: every reduce op and dtype has a col vector width
+// (the generated redColVecByOp) of at least 2 slices, a power of two, in
+// one access of at most 16 bytes.
+func TestColVecCoversOps(t *testing.T) {
+	for _, op := range ReduceOps() {
+		for _, dt := range dtype.All {
+			v := colVec(dt, op)
+			if v < 2 || v&(v-1) != 0 || v*int64(dt.Size()) > 16 {
+				t.Errorf("%s %s: col vector of %d slices", op, dt.Suffix(), v)
+			}
+		}
+	}
+}

@@ -103,7 +103,7 @@ type scanGeom struct {
 // tile and slice the tile's map, the
 // value after it and its forward prefix (or value, in the ext order);
 // float cumsum keeps its map (a sum) and the value after it in one slot
-// of the map part, and has no incl part. [0, zero) holds 0xff bytes
+// of the map part, and has no incl part. [0, zero) holds scanNoneByte bytes
 // before the tiles run (Run's memset of the ticket counter, [0, 16), then
 // the main launch's fill blocks; or the row mapping's first forward-state
 // pass): the ticket counter starts at all ones, and the look-back's flags
@@ -266,7 +266,7 @@ const scanMaxFillers = 128
 
 // addFillers gives a chunked launch without forward-state passes its fill
 // blocks: the first tickets of the main launch set the slots,
-// [scanCounter, ws.zero), to 0xff bytes, so that Run's memset before it covers only the
+// [scanCounter, ws.zero), to scanNoneByte bytes, so that Run's memset before it covers only the
 // ticket counter (16 bytes). A memset of the slots would be a launch of
 // its own; the fill blocks' stores overlap the tiles' loads.
 func (g *scanGeom) addFillers(op ScanOp) {

@@ -204,7 +204,7 @@ func (p *ScanBackward) Run(s *driver.Stream, a *ScanArgs) error {
 	}
 	for i, st := range pl.steps[:pl.n] {
 		if st.k == nil {
-			err = s.MemsetD8Async(a.Workspace.Slice(0, scanCounter), 0xff)
+			err = s.MemsetD8Async(a.Workspace.Slice(0, scanCounter), scanNoneByte)
 		} else {
 			pl.L.phase = st.phase
 			err = p.launchWith(lfs[i], s, a, &pl.L, st.grid, st.block, st.smem)

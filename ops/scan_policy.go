@@ -187,7 +187,7 @@ func (p *ScanBackward) Launches(dev DeviceFacts, a *ScanArgs) ([]LaunchInfo, err
 	out := make([]LaunchInfo, pl.n)
 	for i, st := range pl.steps[:pl.n] {
 		if st.k == nil {
-			out[i] = LaunchInfo{Memset: scanCounter, MemsetByte: 0xff}
+			out[i] = LaunchInfo{Memset: scanCounter, MemsetByte: scanNoneByte}
 			continue
 		}
 		out[i] = LaunchInfo{Kernel: st.k.name, Grid: st.grid, Block: st.block, SharedMem: st.smem, Phase: int(st.phase)}

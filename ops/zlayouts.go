@@ -132,7 +132,7 @@ type scanLayout struct {
 	tshift int32
 	lsplit int32 // log2(split): split is a power of two
 	// The fill blocks (see scan_take): the first `fillers` tickets set
-	// [SCAN_COUNTER, ws_fill) of the workspace to 0xff bytes, a share each
+	// [SCAN_COUNTER, ws_fill) of the workspace to SCAN_NONE_BYTE bytes, a share each
 	// (0: the row mapping's forward-state passes fill it).
 	wsFill  int64
 	fillers int32
