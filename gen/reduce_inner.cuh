@@ -4,17 +4,11 @@
 // packs of x and dx and the whole slices they hold, with no shared memory.
 #include "reduce_short.cuh"
 
-// RED_INNER_PACKS: the packs of x a thread loads in a step before it uses
-// any (64 bytes; fewer where a unit is longer, see RedInner).
-#define RED_INNER_PACKS 4
-// RED_INNER_VALS: the most values of dy (and of y) a thread loads in a
-// step, which bounds the registers of the units of many short slices.
-#define RED_INNER_VALS 8
-// RED_INNER_UNIT: the longest unit the packed form takes, in elements
-// (lcm(k, N); innerPacked in ops/reduce_inner.go): 8 packs of f32, 4 of
-// f16 and bf16. Units of up to 64 elements (up to 15 packs of f32, 7 of
-// f16 and bf16) spill registers at 4 blocks an SM.
-#define RED_INNER_UNIT 32
+// RED_INNER_PACKS, RED_INNER_VALS and RED_INNER_UNIT (gen/zconsts.cuh,
+// from the spec): the packs of x a thread loads in a step before it uses
+// any (fewer where a unit is longer, see RedInner), the most values of dy
+// (and of y) it loads in a step, and the longest unit, in elements
+// (lcm(k, N); innerPacked in ops/reduce_inner.go).
 
 template <int A, int B> struct RedGcd { static constexpr int v = RedGcd<B, A % B>::v; };
 template <int A> struct RedGcd<A, 0> { static constexpr int v = A; };

@@ -85,11 +85,10 @@ __device__ __forceinline__ void reduce_one(const T* __restrict__ x, const T* __r
 // packs). Layout: k, scale, tiles (the strips), cvec, fip = I, fmagic[0]
 // and fshift[0] divide by I/W (strips per outer index).
 #define RED_STRIP_BATCH 8
-#define RED_STRIP_VMAX 4
-// RED_STRIP_CLUSTER and RED_STRIP_HEAD (gen/zconsts.cuh, with
-// ops/zconsts.go's redStripCluster and redStripHead): the clustered strip
-// kernel's blocks per cluster, and the bytes of shared memory before the
-// packs.
+// RED_STRIP_VMAX, RED_STRIP_CLUSTER and RED_STRIP_HEAD (gen/zconsts.cuh,
+// with ops/zconsts.go's redStripVMax, redStripCluster and redStripHead):
+// the most packs of a row a strip takes, the clustered strip kernel's
+// blocks per cluster, and the bytes of shared memory before the packs.
 // red_strip is the strip kernel for C == 1 and, for C > 1 (compute
 // capability 9.0, a thread block cluster of C blocks per strip), its
 // clustered form: block b is part b % C of strip b / C and holds only rows

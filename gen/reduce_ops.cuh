@@ -21,9 +21,8 @@ enum { RED_FUSED = 0, RED_STATS = 1, RED_APPLY = 2, RED_ONE = 3, RED_CLUSTER = 4
 // RED_CLUSTER_BLOCKS (gen/zconsts.cuh): blocks per thread block cluster of
 // the cluster kernel, which cuts each split slice into that many chunks
 // (redCluster in ops/zconsts.go).
-// RED_CLUSTER_HMAX: the cluster kernel's most threads along k per block
-// (the other col kernels take at most 8; the launcher gives it 32).
-#define RED_CLUSTER_HMAX 32
+// RED_CLUSTER_HMAX (gen/zconsts.cuh): the cluster kernel's threads along k
+// per block (the other col kernels take at most 8).
 // RED_PHASE_SEG_STATS: the seg kernel's statistics pass (reduce_seg.cuh).
 enum { RED_PHASE_APPLY = 0, RED_PHASE_TOTAL = 1, RED_PHASE_FLAT = 2, RED_PHASE_SEG_STATS = 3 };
 

@@ -5,10 +5,6 @@
 // ones for the 16-bit dtypes along an outer axis).
 #include "reduce_kernels.cuh"
 
-// RED_SHORT_KMAX: the longest axis the short mapping takes (redShortMaxK
-// in ops/reduce_short.go).
-#define RED_SHORT_KMAX 16
-
 // RED_SHORT_KREG: rows of its vector an outer-form thread keeps in registers
 // between the statistics and dx; it reads the rows past them again for dx
 // (from L1 or L2). Keeping all RED_SHORT_KMAX would take registers from

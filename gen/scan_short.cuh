@@ -37,7 +37,8 @@
 // The odd word stride of an inner slice row (ns elements, see
 // ops/scan_short.go's shortStride) keeps a warp's element accesses of one
 // column off each other's banks.
-#define SCAN_SHORT_ITEMS 8
+// SCAN_SHORT_ITEMS and SCAN_SHORT_ITEMS4 (gen/zconsts.cuh): the run
+// lengths, the second for an axis of at most 4 elements.
 #define SCAN_SHORT_BATCH 4
 
 // The block is blockDim.x threads; the dynamic shared memory is cs * ns
@@ -225,14 +226,14 @@ __device__ __forceinline__ void short_slice(const T* gp, i64 gs, const T* xp, i6
 	}
 }
 
-// short_scan is short_slice in runs of L.items: 4 (an axis of at most 4,
-// one full run, where runs of 8 would spend half their work on the fill)
-// or SCAN_SHORT_ITEMS.
+// short_scan is short_slice in runs of L.items: SCAN_SHORT_ITEMS4 (an axis
+// of at most 4, one full run, where runs of 8 would spend half their work
+// on the fill) or SCAN_SHORT_ITEMS.
 template <typename T, typename Op>
 __device__ __forceinline__ void short_scan(const T* gp, i64 gs, const T* xp, i64 xs, const T* yp, i64 ys, T* dp,
 		i64 ds, const ScanLayout& L, bool rev) {
-	if (L.items == 4) {
-		short_slice<T, Op, 4>(gp, gs, xp, xs, yp, ys, dp, ds, L, rev);
+	if (L.items == SCAN_SHORT_ITEMS4) {
+		short_slice<T, Op, SCAN_SHORT_ITEMS4>(gp, gs, xp, xs, yp, ys, dp, ds, L, rev);
 	} else {
 		short_slice<T, Op, SCAN_SHORT_ITEMS>(gp, gs, xp, xs, yp, ys, dp, ds, L, rev);
 	}

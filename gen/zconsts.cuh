@@ -44,6 +44,24 @@
 // RED_CACHE_PACKS_F64: RED_CACHE_PACKS for f64.
 #define RED_CACHE_PACKS_F64 2
 
+// RED_STRIP_VMAX: the most 16-byte packs of each row a strip kernel's strip takes (64 bytes; the launcher takes half where the full width does not fit).
+#define RED_STRIP_VMAX 4
+
+// RED_CLUSTER_HMAX: threads along k per block of the cluster kernel (the other col kernels take at most 8).
+#define RED_CLUSTER_HMAX 32
+
+// RED_SHORT_KMAX: the longest axis the short mapping takes (the bound of a thread's unrolled loops over a slice's values or a vector's rows).
+#define RED_SHORT_KMAX 16
+
+// RED_INNER_PACKS: the packs of x a thread of the packed inner form loads in a step before it uses any (64 bytes; fewer where a unit is longer).
+#define RED_INNER_PACKS 4
+
+// RED_INNER_VALS: the most values of dy (and of y) a thread of the packed inner form loads in a step, which bounds the registers of the units of many short slices.
+#define RED_INNER_VALS 8
+
+// RED_INNER_UNIT: the longest unit (lcm(k, N) elements) the packed inner form takes: 8 packs of f32, 4 of f16 and bf16; units of up to 64 elements spill registers at 4 blocks an SM.
+#define RED_INNER_UNIT 32
+
 // RED_STRIP_HEAD: bytes of a strip kernel block's shared memory before its packs of x: the warps' partial statistics and the slices' contexts.
 #define RED_STRIP_HEAD 4096
 
@@ -84,6 +102,12 @@
 
 // SCAN_TALLROW_K: the inner extent (columns) of the rows the tallrow kernel serves: a power of two up to 32, and a thread's run of ScanItems::row elements is whole rows.
 #define SCAN_TALLROW_K 4
+
+// SCAN_SHORT_ITEMS: the short scan mapping's run length (L.items), elements taken against scan order.
+#define SCAN_SHORT_ITEMS 8
+
+// SCAN_SHORT_ITEMS4: the short scan mapping's run length for an axis of at most 4 elements.
+#define SCAN_SHORT_ITEMS4 4
 
 // SCAN_NONE_BYTE: the byte the scan workspace's look-back part holds before a tile writes it (Run's memset, the fill blocks): a flag or 32-bit slot of four such bytes (SCAN_NONE) is not written yet, and the ticket counter starts there.
 #define SCAN_NONE_BYTE 255

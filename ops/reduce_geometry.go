@@ -221,7 +221,7 @@ func stripGeometry(shape []int, axis int, size int, c int64) reduceStrip {
 	k, inner := int64(shape[axis]), numel(shape[axis+1:])
 	n := int64(16 / size)
 	chunk := ceilDiv(k, c)
-	for _, vr := range [2]int64{4, 2} {
+	for _, vr := range [2]int64{redStripVMax, redStripVMax / 2} {
 		w := vr * n
 		smem := redStripHead + chunk*vr*16
 		if inner%w != 0 || smem > redStripSmem {
@@ -258,8 +258,8 @@ func stripGeometry(shape []int, axis int, size int, c int64) reduceStrip {
 // chunks than the two passes' (up to 64) the sums of prod round in
 // another order, so its bits differ from a GPU without clusters (each
 // GPU stays bit-stable run to run).
-// redCluster is generated (ops/zconsts.go, RED_CLUSTER_BLOCKS).
-const redClusterH = 32
+// redCluster and redClusterH are generated (ops/zconsts.go,
+// RED_CLUSTER_BLOCKS and RED_CLUSTER_HMAX).
 
 // clusterOp reports whether Run may take the cluster kernel for op and dt
 // (see above).

@@ -15,16 +15,10 @@ package ops
 // The S mod q slices left over (fewer than a pack's elements) take a
 // thread each of the last block. The staged form (red_short_inner: a
 // chunk of x through shared memory) keeps the other k and f64.
-const (
-	// redInnerPacks is RED_INNER_PACKS: the packs of x a thread loads in a
-	// step before it uses any.
-	redInnerPacks = 4
-	// redInnerVals is RED_INNER_VALS: the most values of dy (and y) a
-	// thread loads in a step.
-	redInnerVals = 8
-	// redInnerUnit is RED_INNER_UNIT: the longest unit, in elements.
-	redInnerUnit = 32
-)
+//
+// redInnerPacks, redInnerVals and redInnerUnit (the packs of x a thread
+// loads in a step, the most values of dy it loads in a step, the longest
+// unit) are generated (ops/zconsts.go).
 
 // innerPacked reports whether the packed inner form takes an axis of k on
 // elements of size bytes (the bodies reduce_inner has): f32, f16 and bf16,

@@ -27,10 +27,6 @@ package ops
 // several axes whose reduced dims coalesce into one group takes it through
 // its single-axis plan on the coalesced view.
 const (
-	// redShortMaxK is RED_SHORT_KMAX: the longest axis the mapping takes
-	// (the bound of a thread's unrolled loops over a slice's values or a
-	// vector's rows).
-	redShortMaxK = 16
 	// redShortMinSlices is the fewest slices for which the policy takes
 	// the mapping by default: fewer slices leave its one thread per slice
 	// (or vector) too few threads, where the other mappings put several on

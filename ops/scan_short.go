@@ -72,10 +72,6 @@ const (
 	// scanShortFill is the fewest blocks per SM the wide forms keep
 	// (default policy): fewer slices a thread where the tensor is small.
 	scanShortFill = 8
-	// scanShortItems and scanShortItems4 are the run lengths (L.items):
-	// SCAN_SHORT_ITEMS, and 4 for an axis of at most 4 elements.
-	scanShortItems  = 8
-	scanShortItems4 = 4
 )
 
 // The short kernel's forms (L.vec).

@@ -46,6 +46,24 @@ const (
 	// redCachePacksF64 is RED_CACHE_PACKS_F64: RED_CACHE_PACKS for f64.
 	redCachePacksF64 = 2
 
+	// redStripVMax is RED_STRIP_VMAX: the most 16-byte packs of each row a strip kernel's strip takes (64 bytes; the launcher takes half where the full width does not fit).
+	redStripVMax = 4
+
+	// redClusterH is RED_CLUSTER_HMAX: threads along k per block of the cluster kernel (the other col kernels take at most 8).
+	redClusterH = 32
+
+	// redShortMaxK is RED_SHORT_KMAX: the longest axis the short mapping takes (the bound of a thread's unrolled loops over a slice's values or a vector's rows).
+	redShortMaxK = 16
+
+	// redInnerPacks is RED_INNER_PACKS: the packs of x a thread of the packed inner form loads in a step before it uses any (64 bytes; fewer where a unit is longer).
+	redInnerPacks = 4
+
+	// redInnerVals is RED_INNER_VALS: the most values of dy (and of y) a thread of the packed inner form loads in a step, which bounds the registers of the units of many short slices.
+	redInnerVals = 8
+
+	// redInnerUnit is RED_INNER_UNIT: the longest unit (lcm(k, N) elements) the packed inner form takes: 8 packs of f32, 4 of f16 and bf16; units of up to 64 elements spill registers at 4 blocks an SM.
+	redInnerUnit = 32
+
 	// redStripHead is RED_STRIP_HEAD: bytes of a strip kernel block's shared memory before its packs of x: the warps' partial statistics and the slices' contexts.
 	redStripHead = 4096
 
@@ -84,6 +102,12 @@ const (
 
 	// scanTallRowK is SCAN_TALLROW_K: the inner extent (columns) of the rows the tallrow kernel serves: a power of two up to 32, and a thread's run of ScanItems::row elements is whole rows.
 	scanTallRowK = 4
+
+	// scanShortItems is SCAN_SHORT_ITEMS: the short scan mapping's run length (L.items), elements taken against scan order.
+	scanShortItems = 8
+
+	// scanShortItems4 is SCAN_SHORT_ITEMS4: the short scan mapping's run length for an axis of at most 4 elements.
+	scanShortItems4 = 4
 
 	// scanNoneByte is SCAN_NONE_BYTE: the byte the scan workspace's look-back part holds before a tile writes it (Run's memset, the fill blocks): a flag or 32-bit slot of four such bytes (SCAN_NONE) is not written yet, and the ticket counter starts there.
 	scanNoneByte = 255
