@@ -7,6 +7,7 @@
 
 // LpPoolLayout, the kernels' last parameter: from the spec (gen/spec_layouts.go).
 #include "zlayouts.cuh"
+#include "zconsts.cuh"
 
 // lp_div32 is floor(n / d) for 0 <= n < 2^31 and 1 <= d <= 2^30 with one
 // multiply-high: magic = ceil(2^(31+l) / d), shift = l - 1 with
@@ -190,7 +191,7 @@ __device__ __forceinline__ void lp_prefetch(const void* p) { asm volatile("prefe
 extern __shared__ double lp_smem[];
 
 // LpRow is an input row's record, which the prologue fills once per tile
-// (ops/lppool_launch.go lpRowBytes): its x and dx rows, the window rows [oh_lo,
+// (LP_ROW_BYTES, gen/zconsts.cuh, from the spec): its x and dx rows, the window rows [oh_lo,
 // oh_hi] holding it (empty when oh_lo > oh_hi) and rows oh_lo of its y and
 // dy planes; valid is 0 for a row past the input; i is the row's index
 // in its plane.
@@ -201,7 +202,7 @@ struct __align__(16) LpRow {
 	const void* dy;
 	int oh_lo, oh_hi, valid, i;
 };
-static_assert(sizeof(LpRow) == 48, "LpRow must match lpRowBytes in ops/lppool_launch.go");
+static_assert(sizeof(LpRow) == LP_ROW_BYTES, "LpRow must be LP_ROW_BYTES (gen/spec_consts.go), which the launcher sizes shared memory by");
 
 // LpVec is R opmath values moved as one shared-memory access.
 template <typename M, int R> struct LpVec { M v[R]; };

@@ -40,14 +40,6 @@
 // one per tile, batch and round (the warp serving a round's columns).
 #include "scan_fwd.cuh"
 
-// TallItems: the most rows of a run (the launcher's L.items, which fits
-// the tile into its shared memory, is at most this): 8, 4 for f64; half
-// that for cumprod and logcumsumexp, whose runs hold five arrays (x, y,
-// g and both factors), which keeps them clear of spills under ptxas's
-// register choices. ops/scan_tall.go's tallItems mirrors it.
-template <typename T, typename Op> struct TallItems {
-	static constexpr int N = (sizeof(T) == 8 ? 4 : 8) / (Op::needs_y ? 2 : 1);
-};
 
 // tall_pitch is the shared memory distance of two runs, in elements, for
 // runs of S elements: lane l reads element l*P + o, so P in 32-bit words
@@ -213,7 +205,7 @@ template <typename T, typename Op>
 __device__ __forceinline__ void scan_backward_tall(const T* __restrict__ dy, const T* __restrict__ x,
 		const T* __restrict__ y, T* __restrict__ dx, void* __restrict__ wsp, const ScanLayout& L) {
 	typedef typename OpMath<T>::type M;
-	constexpr int N = TallItems<T, Op>::N;
+	constexpr int N = ScanItems<T, Op>::tall;
 	typedef ScanRun<T, Op, N, true> Run;
 	extern __shared__ __align__(16) unsigned char tall_sm[];
 	__shared__ Aff<M> s_aff[SCAN_TALL_ROUNDS][SCAN_WARPS];

@@ -20,7 +20,7 @@ type Const struct {
 }
 
 // consts are the shared constants: the bcast family's, the reduce
-// family's, then the scan family's.
+// family's, the scan family's, then the LP pool family's.
 var consts = []Const{
 	{Name: "BCAST_FULL", GoName: "bcastFull", Value: 1,
 		Comment: "a bcast tile operand with dy's [R, C] shape"},
@@ -96,6 +96,8 @@ var consts = []Const{
 		Comment: "the byte the scan workspace's look-back part holds before a tile writes it (Run's memset, the fill blocks): a flag or 32-bit slot of four such bytes (SCAN_NONE) is not written yet, and the ticket counter starts there"},
 	{Name: "SCAN_COUNTER", GoName: "scanCounter", Value: 16,
 		Comment: "the scan workspace's first bytes: the ticket counter and room to keep what follows 16-byte aligned"},
+	{Name: "LP_ROW_BYTES", GoName: "lpRowBytes", Value: 48,
+		Comment: "sizeof(LpRow), the LP pool tiles' record of an input row in shared memory (its x, dx, y and dy rows and window bounds)"},
 }
 
 // validateConsts rejects a table with a repeated name or a value that

@@ -114,3 +114,6 @@
 
 // SCAN_COUNTER: the scan workspace's first bytes: the ticket counter and room to keep what follows 16-byte aligned.
 #define SCAN_COUNTER 16
+
+// LP_ROW_BYTES: sizeof(LpRow), the LP pool tiles' record of an input row in shared memory (its x, dx, y and dy rows and window bounds).
+#define LP_ROW_BYTES 48

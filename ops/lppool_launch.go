@@ -17,9 +17,9 @@ import (
 // threads still fit an H100 SM's 228 KiB.
 const lpSmemBytes = 24 << 10
 
-// lpRowBytes is sizeof(LpRow) in gen/lppool_util.cuh: an input row's pointers
-// and window rows, which the kernel's prologue computes once per tile.
-const lpRowBytes = 48
+// lpRowBytes (ops/zconsts.go, generated) is sizeof(LpRow) in
+// gen/lppool_util.cuh: an input row's pointers and window rows, which the
+// kernel's prologue computes once per tile.
 
 // lpSmem is the dynamic shared memory of a tile, laid out as lp_tiled in
 // gen/lppool.cuh reads it: nwMax+1 opmath sums per input row, rounded up

@@ -35,7 +35,7 @@ func TestReduceOpNames(t *testing.T) {
 		// compiled that no plan takes.
 		want := map[string]bool{"row": true, "col": true, "flat": true,
 			"stats": op.hasStats(), "apply": op.hasStats(), "strip": op.hasStats(), "cluster": op.hasStats(),
-			"stripc": op.hasStats(), "one": op.hasStats() && !op.provisional(), "short": true}
+			"stripc": op.hasStats(), "one": op.hasStats() && !op.provisional(), "fix": op.provisional(), "short": true}
 		for _, dt := range dtype.All {
 			for v, w := range want {
 				if _, ok := lookupKernel("reduce", op.String(), dt, v); ok != w {

@@ -114,8 +114,9 @@ type scanWorkspace struct {
 }
 
 // scanItems is ScanItems in gen/zscan_items.cuh: elements per thread per
-// tile in the row and col kernels. Both come from one table, gen/spec_scan_items.go
-// (scanItemsByOp, ops/zscan_items.go).
+// tile in the row and col kernels. Both come from one table,
+// gen/spec_scan_items.go (scanItemsByOp, ops/zscan_items.go), which also
+// holds the tall kernel's (tallItems).
 func scanItems(op ScanOp, dt dtype.DType) (row, col int64) {
 	it := scanItemsByOp[op.String()][dt]
 	return it[0], it[1]

@@ -195,8 +195,8 @@ func TestScanDivMagic(t *testing.T) {
 func TestScanItemsCoverOps(t *testing.T) {
 	for _, op := range ScanOps() {
 		for _, dt := range dtype.All {
-			if row, col := scanItems(op, dt); row < 1 || col < 1 {
-				t.Errorf("%s %s: run lengths row %d, col %d", op, dt.Suffix(), row, col)
+			if row, col := scanItems(op, dt); row < 1 || col < 1 || tallItems(op, dt) < 1 {
+				t.Errorf("%s %s: run lengths row %d, col %d, tall %d", op, dt.Suffix(), row, col, tallItems(op, dt))
 			}
 		}
 	}

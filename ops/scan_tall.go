@@ -33,17 +33,10 @@ const (
 	scanTallSmem = 46 << 10
 )
 
-// tallItems mirrors TallItems<T, Op>::N in gen/scan_tall.cuh: the most
-// rows of a run, 8 (4 for f64), half that for the ops that read y.
+// tallItems is the most rows of a tall kernel's run (ScanItems::tall, from
+// the spec's table with the kernels').
 func tallItems(op ScanOp, dt dtype.DType) int64 {
-	n := int64(8)
-	if dt.Size() == 8 {
-		n = 4
-	}
-	if _, needY := op.Saved(); needY {
-		n /= 2
-	}
-	return n
+	return scanItemsByOp[op.String()][dt][2]
 }
 
 // tallPitch mirrors tall_pitch in gen/scan_tall.cuh: the elements between

@@ -114,4 +114,7 @@ const (
 
 	// scanCounter is SCAN_COUNTER: the scan workspace's first bytes: the ticket counter and room to keep what follows 16-byte aligned.
 	scanCounter = 16
+
+	// lpRowBytes is LP_ROW_BYTES: sizeof(LpRow), the LP pool tiles' record of an input row in shared memory (its x, dx, y and dy rows and window bounds).
+	lpRowBytes = 48
 )

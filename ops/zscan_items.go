@@ -5,11 +5,12 @@ package ops
 import "github.com/baracuda-go/baracuda/dtype"
 
 // scanItemsByOp is ScanItems in gen/zscan_items.cuh: a scan op's elements per
-// thread per tile, {row kernels, col kernels}, by op name and dtype.
-var scanItemsByOp = map[string]map[dtype.DType][2]int64{
-	"cumsum":       {dtype.F32: {16, 32}, dtype.F16: {32, 32}, dtype.BF16: {32, 32}, dtype.F64: {8, 8}},
-	"cumprod":      {dtype.F32: {16, 16}, dtype.F16: {16, 16}, dtype.BF16: {16, 15}, dtype.F64: {8, 8}},
-	"cummax":       {dtype.F32: {16, 32}, dtype.F16: {32, 32}, dtype.BF16: {32, 20}, dtype.F64: {16, 16}},
-	"cummin":       {dtype.F32: {16, 32}, dtype.F16: {32, 32}, dtype.BF16: {32, 20}, dtype.F64: {16, 16}},
-	"logcumsumexp": {dtype.F32: {16, 16}, dtype.F16: {16, 16}, dtype.BF16: {16, 16}, dtype.F64: {8, 8}},
+// thread per tile, {row kernels, col kernels, tall kernel's most rows}, by op
+// name and dtype.
+var scanItemsByOp = map[string]map[dtype.DType][3]int64{
+	"cumsum":       {dtype.F32: {16, 32, 8}, dtype.F16: {32, 32, 8}, dtype.BF16: {32, 32, 8}, dtype.F64: {8, 8, 4}},
+	"cumprod":      {dtype.F32: {16, 16, 4}, dtype.F16: {16, 16, 4}, dtype.BF16: {16, 15, 4}, dtype.F64: {8, 8, 2}},
+	"cummax":       {dtype.F32: {16, 32, 8}, dtype.F16: {32, 32, 8}, dtype.BF16: {32, 20, 8}, dtype.F64: {16, 16, 4}},
+	"cummin":       {dtype.F32: {16, 32, 8}, dtype.F16: {32, 32, 8}, dtype.BF16: {32, 20, 8}, dtype.F64: {16, 16, 4}},
+	"logcumsumexp": {dtype.F32: {16, 16, 4}, dtype.F16: {16, 16, 4}, dtype.BF16: {16, 16, 4}, dtype.F64: {8, 8, 2}},
 }
