@@ -4,6 +4,10 @@
 #   run.sh sanitize [tool] the test binaries under compute-sanitizer (memcheck,
 #                          racecheck, initcheck, synccheck; all four by default),
 #                          with the quick case set (BARACUDA_QUICK=1)
+#   run.sh par [tool]      the kernel conformance tests (all but the huge ones), each test
+#                          in a process of its own, JOBS (8) at a time; with a tool
+#                          (memcheck, racecheck, ...), under compute-sanitizer with the
+#                          quick case set. Logs in LOG_DIR (./logs), a line per test.
 #   run.sh race            the concurrency, GC-stress and leak tests built with -race
 #   run.sh huge            the tests of tensors of more than 2^31 elements (about 22 GB
 #                          of GPU memory), each in a process of its own
@@ -28,7 +32,44 @@ print("\n".join(p for d in dirs for p in glob.glob(d + "/nvidia/nccl/lib/libnccl
     export BARACUDA_NCCL_LIBRARY=$lib
   fi
 fi
+# one_test BIN TOOL LOGS NAME runs test NAME of BIN alone (under
+# compute-sanitizer --tool TOOL unless TOOL is empty), its output in
+# LOGS/NAME.txt, and prints one line: the outcome, the test's time or the
+# sanitizer's error count, and the name.
+one_test() {
+  local bin=$1 tool=$2 name=$4 log=$3/$4.txt rc
+  if [ -n "$tool" ]; then
+    BARACUDA_QUICK=1 compute-sanitizer --tool "$tool" --error-exitcode 99 --print-limit 20 \
+      "$bin" -test.count=1 -test.timeout="${TEST_TIMEOUT:-30m}" -test.v -test.run "^$name\$" >"$log" 2>&1
+  else
+    "$bin" -test.count=1 -test.timeout="${TEST_TIMEOUT:-30m}" -test.v -test.run "^$name\$" >"$log" 2>&1
+  fi
+  rc=$?
+  local what
+  what=$(grep -o -- "^--- [A-Z]*: $name ([0-9.]*s)" "$log" | sed 's/.*(\(.*\))/\1/')
+  if [ -n "$tool" ]; then
+    what=$(grep -o 'ERROR SUMMARY: [0-9]* error[s]*\|RACECHECK SUMMARY: [0-9]* hazard[s]* displayed ([0-9]* error[s]*, [0-9]* warning[s]*)' "$log" | tail -n 1)
+  fi
+  if [ "$rc" = 0 ]; then
+    echo "pass  ${what:-?}  $name"
+  else
+    echo "FAIL  rc=$rc ${what:-}  $name (log: $log)"
+  fi
+  return "$rc"
+}
+export -f one_test
+
 case "$mode" in
+par)
+  tool=${2:-}
+  t="$here/internal_conform.test"
+  logs=${LOG_DIR:-$here/logs}/$(basename "$t" .test)${tool:+-$tool}
+  mkdir -p "$logs"
+  echo "=== $(basename "$t"), one process a test, ${JOBS:-8} at a time${tool:+, compute-sanitizer --tool $tool}"
+  "$t" -test.list '.*' | grep '^Test' | grep -v '^TestHuge' |
+    xargs -P "${JOBS:-8}" -I{} bash -c 'one_test "$@"' _ "$t" "$tool" "$logs" {} | tee "$logs/summary.txt" || status=1
+  echo "=== $(grep -c '^pass' "$logs/summary.txt") passed, $(grep -c '^FAIL' "$logs/summary.txt") failed (logs: $logs)"
+  ;;
 test)
   for t in "$here"/*.test; do
     echo "=== $(basename "$t")"
@@ -75,7 +116,7 @@ bench)
   "$here/baracuda" bench "$@" || status=1
   ;;
 *)
-  echo "usage: run.sh [test|sanitize [tool]|race|huge|nccl [huge]|bench [flags]]" >&2
+  echo "usage: run.sh [test|sanitize [tool]|par [tool]|race|huge|nccl [huge]|bench [flags]]" >&2
   exit 2
   ;;
 esac
