@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"go/format"
 	"os"
 	"path/filepath"
 	"slices"
@@ -231,11 +230,7 @@ func goTable() []byte {
 			bd.Suffix, bd.Arch, bd.MinMajor, strings.Join(dts, ", "), goStrings(bd.Families), goStrings(bd.Variants))
 	}
 	b.WriteString("}\n")
-	src, err := format.Source(b.Bytes())
-	if err != nil {
-		panic("gen: generated Go does not parse: " + err.Error())
-	}
-	return src
+	return gofmt(b.Bytes())
 }
 
 // goStrings is a Go literal of list, nil when list is.
