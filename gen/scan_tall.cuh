@@ -12,9 +12,9 @@
 // L.items rows (all columns, items*C elements each), one run per thread of
 // a column: wc = L.split warps (1, 2, 4 or 8) serve one column, the 32
 // lanes of a warp 32 consecutive runs. A run starts at a pitch of P
-// elements (tall_pitch) that puts the 32 lanes' element loads in 32
-// distinct banks. 8/wc columns are served at once, a round; the tile's
-// columns take ceil(C*wc/8) rounds.
+// elements (L.pitch, from ops/scan_tall.go's tallPitch) that puts the 32
+// lanes' element loads in 32 distinct banks. 8/wc columns are served at
+// once, a round; the tile's columns take ceil(C*wc/8) rounds.
 //
 // Each thread's run is a ScanRun (scan_run.cuh) filled from shared
 // memory in scan order, so the op math, the forward state, the run maps
@@ -39,15 +39,6 @@
 // tile in memory order), and the f64 flags at [c * units + a*rounds + r],
 // one per tile, batch and round (the warp serving a round's columns).
 #include "scan_fwd.cuh"
-
-
-// tall_pitch is the shared memory distance of two runs, in elements, for
-// runs of S elements: lane l reads element l*P + o, so P in 32-bit words
-// must be odd for 4- and 8-byte types (P odd), and for 16-bit types P/2
-// odd (P = 2 mod 4). ops/scan_tall.go's tallPitch mirrors it.
-__device__ __forceinline__ int tall_pitch(int S, int size) {
-	return size == 2 ? ((S + 1) | 3) - 1 : (S | 1);
-}
 
 // tall_load moves E elements of a tile from p into its shared memory
 // image sm (element e at run e / S, offset e % S); vec: p is 16-byte
@@ -234,7 +225,7 @@ __device__ __forceinline__ void scan_backward_tall(const T* __restrict__ dy, con
 	const i64 rows = (i64)wc * 32 * items;
 	const i64 tk0 = q * rows;
 	const i64 tk1 = tk0 + rows < L.n ? tk0 + rows : L.n;
-	const int S = items * C, P = tall_pitch(S, (int)sizeof(T)), R = wc * 32;
+	const int S = items * C, P = L.pitch, R = wc * 32;
 	const int E = (int)(tk1 - tk0) * C;
 	const bool vec = L.vec != 0;
 	T* const sm_g = reinterpret_cast<T*>(tall_sm);

@@ -194,6 +194,6 @@ var layouts = []Layout{
 					"(0: the row mapping's forward-state passes fill it).",
 				}},
 			{Type: "int", C: "fillers", Go: "fillers"},
-			{Type: "int", C: "pad_", Go: "_"},
+			{Type: "int", C: "pitch", Go: "pitch", Comment: "tall: shared memory elements between two runs of a tile (ops' tallPitch)"},
 		}},
 }

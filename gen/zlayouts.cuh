@@ -223,7 +223,7 @@ struct ScanLayout {
 	// (0: the row mapping's forward-state passes fill it).
 	i64 ws_fill;
 	int fillers;
-	int pad_;
+	int pitch;                                   // tall: shared memory elements between two runs of a tile (ops' tallPitch)
 };
 static_assert(sizeof(ScanLayout) == 536, "ScanLayout: the size gen/spec_layouts.go computes");
 static_assert(offsetof(ScanLayout, n) == 0, "ScanLayout::n");
@@ -252,4 +252,4 @@ static_assert(offsetof(ScanLayout, tshift) == 512, "ScanLayout::tshift");
 static_assert(offsetof(ScanLayout, lsplit) == 516, "ScanLayout::lsplit");
 static_assert(offsetof(ScanLayout, ws_fill) == 520, "ScanLayout::ws_fill");
 static_assert(offsetof(ScanLayout, fillers) == 528, "ScanLayout::fillers");
-static_assert(offsetof(ScanLayout, pad_) == 532, "ScanLayout::pad_");
+static_assert(offsetof(ScanLayout, pitch) == 532, "ScanLayout::pitch");

@@ -79,6 +79,7 @@ type scanGeom struct {
 	smem    int64 // tall: the tile's dynamic shared memory, bytes
 	split   int32
 	items   int32
+	pitch   int32 // tall: shared memory elements between two runs of a tile (tallPitch)
 	n       int64
 	nslices int64
 	chunks  int64

@@ -66,7 +66,7 @@ const (
 // setGeom sets L's geometry fields from g (the strides are the args').
 func (L *scanLayout) setGeom(g *scanGeom) {
 	L.n, L.nslices, L.chunks, L.units = g.n, g.nslices, g.chunks, g.units
-	L.split, L.items, L.phase = g.split, g.items, scanMain
+	L.split, L.items, L.phase, L.pitch = g.split, g.items, scanMain, g.pitch
 	L.wsFlags, L.wsAgg, L.wsIncl, L.wsFwd, L.wsFix, L.wsUnitFlag = g.ws.flags, g.ws.agg, g.ws.incl, g.ws.fwd, g.ws.fix, g.ws.unitFlag
 	L.tmagic, L.tshift, L.lsplit = g.tmagic, g.tshift, int32(bits.TrailingZeros32(uint32(g.split)))
 	L.fillers, L.wsFill = int32(g.fillers), 0

@@ -39,9 +39,11 @@ func tallItems(op ScanOp, dt dtype.DType) int64 {
 	return scanItemsByOp[op.String()][dt][2]
 }
 
-// tallPitch mirrors tall_pitch in gen/scan_tall.cuh: the elements between
-// two runs of s elements in shared memory, so that the 32 lanes reading
-// one element each of 32 runs hit 32 banks.
+// tallPitch is the shared memory distance P, in elements, between two
+// runs of s elements of a tall tile (the kernel reads it from the layout's
+// pitch). Lane l reads element l*P + o, so the 32 lanes reading one
+// element each of 32 runs hit 32 banks where P in 32-bit words is odd: P
+// odd for 4- and 8-byte types, P = 2 mod 4 for 16-bit types.
 func tallPitch(s, size int64) int64 {
 	if size == 2 {
 		return ((s + 1) | 3) - 1
@@ -113,7 +115,8 @@ func newScanTallGeom(op ScanOp, dt dtype.DType, n, outer, inner int64) (g scanGe
 	if !ok {
 		return g, false
 	}
-	g = scanGeom{tall: true, n: n, nslices: outer * inner, split: int32(wc), items: int32(items)}
+	g = scanGeom{tall: true, n: n, nslices: outer * inner, split: int32(wc), items: int32(items),
+		pitch: int32(tallPitch(items*inner, int64(dt.Size())))}
 	g.chunks = scanCeil(n, wc*32*items)
 	groups := scanWarps / wc
 	g.units = outer * scanCeil(inner, groups)

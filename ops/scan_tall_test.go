@@ -173,7 +173,10 @@ func TestScanTallIndexModel(t *testing.T) {
 		g, _ := newScanTallGeom(ScanLogcumsumexp, c.dt, c.n, 1, c.inner)
 		wc, items, C := int64(g.split), int64(g.items), c.inner
 		rows := wc * 32 * items
-		S, P := items*C, tallPitch(items*C, int64(c.dt.Size()))
+		S, P := items*C, int64(g.pitch)
+		if P != tallPitch(S, int64(c.dt.Size())) {
+			t.Fatalf("%v inner %d: the layout's pitch %d, tallPitch %d", c.dt, C, P, tallPitch(S, int64(c.dt.Size())))
+		}
 		groups := scanWarps / wc
 		rounds := scanCeil(C, groups)
 		seen := make([]int, c.n*C)

@@ -136,5 +136,5 @@ type scanLayout struct {
 	// (0: the row mapping's forward-state passes fill it).
 	wsFill  int64
 	fillers int32
-	_       int32
+	pitch   int32 // tall: shared memory elements between two runs of a tile (ops' tallPitch)
 }

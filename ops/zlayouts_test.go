@@ -132,6 +132,7 @@ func TestLayoutsMatchC(t *testing.T) {
 		{"ScanLayout.lsplit", unsafe.Offsetof(scanLayout{}.lsplit), 516},
 		{"ScanLayout.ws_fill", unsafe.Offsetof(scanLayout{}.wsFill), 520},
 		{"ScanLayout.fillers", unsafe.Offsetof(scanLayout{}.fillers), 528},
+		{"ScanLayout.pitch", unsafe.Offsetof(scanLayout{}.pitch), 532},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s: Go has %d, C %d", c.field, c.got, c.want)
