@@ -9,11 +9,14 @@
 #                               (nccl-ours-procs.jsonl), torch.distributed's (nccl-torch.jsonl)
 #   ./run.sh --ab filter VARIANT...
 #                               an A/B of kernel variants (no PyTorch): the cases matching filter
-#                               ("" for all) with the embedded kernels and with each VARIANT, a
+#                               ("" for all; bench -filter, so a|b takes both) with the embedded
+#                               kernels and with each VARIANT, a space-separated list of: a
 #                               directory of PTX modules (BARACUDA_PTX_DIR, e.g. from
-#                               scripts/ptx-variant.sh) or a NAME=VALUE setting of a developer
-#                               knob; AB_ROUNDS rounds (2 by default), alternating, then ab.py's
-#                               table (runs in ab-<n>-<round>.jsonl, n = 0 for the baseline)
+#                               scripts/ptx-variant.sh), NAME=VALUE settings of developer knobs,
+#                               and the path of another build's baracuda (a change to Go code as
+#                               well as kernels); AB_ROUNDS rounds (2 by default), alternating,
+#                               then ab.py's table (runs in ab-<n>-<round>.jsonl, n = 0 for the
+#                               baseline)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${OUT_DIR:-$here}
@@ -32,14 +35,24 @@ if [ "$mode" = --ab ]; then
   rm -f "$out"/ab-*-*.jsonl
   for round in $(seq 1 "${AB_ROUNDS:-2}"); do
     for i in "${!variants[@]}"; do
-      v=${variants[$i]}
       env=()
-      case "$v" in
-      "") ;;
-      *=*) env=("$v") ;;
-      *) env=("BARACUDA_PTX_DIR=$(cd "$v" && pwd)") ;;
-      esac
-      env ${env[@]+"${env[@]}"} "$here/baracuda" bench -json -filter "$filter" > "$out/ab-$i-$round.jsonl"
+      bin=$here/baracuda
+      for tok in ${variants[$i]}; do
+        case "$tok" in
+        *=*) env+=("$tok") ;;
+        *)
+          if [ -d "$tok" ]; then
+            env+=("BARACUDA_PTX_DIR=$(cd "$tok" && pwd)")
+          elif [ -x "$tok" ]; then
+            bin=$tok
+          else
+            echo "run.sh --ab: $tok is no directory of PTX, NAME=VALUE or executable baracuda" >&2
+            exit 2
+          fi
+          ;;
+        esac
+      done
+      env ${env[@]+"${env[@]}"} "$bin" bench -json -filter "$filter" > "$out/ab-$i-$round.jsonl"
     done
   done
   sides=()

@@ -108,9 +108,22 @@ type benchResult struct {
 	Error   string  `json:"error,omitempty"`
 }
 
+// matchFilter reports whether a case name matches a -filter value: it
+// contains the value, or one of the |-separated parts of it (an empty
+// value or part matches every name).
+func matchFilter(name, filter string) bool {
+	for _, part := range strings.Split(filter, "|") {
+		if strings.Contains(name, part) {
+			return true
+		}
+	}
+	return false
+}
+
 func runBench(w io.Writer, args []string) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	filter := fs.String("filter", "", "run only cases whose name contains this")
+	filter := fs.String("filter", "", "run only cases whose name contains this, or any of several separated by |\n"+
+		"(e.g. reduce/max/bf16|reduce/var/bf16)")
 	asJSON := fs.Bool("json", false, "print one JSON line per case")
 	iters := fs.Int("iters", 20, "timed runs per case (the median is reported)")
 	device := fs.Int("device", 0, "GPU ordinal")
@@ -167,9 +180,12 @@ func runBench(w io.Writer, args []string) error {
 	}
 	var cases []benchCase
 	for _, c := range all {
-		if strings.Contains(c.name, *filter) {
+		if matchFilter(c.name, *filter) {
 			cases = append(cases, c)
 		}
+	}
+	if len(cases) == 0 {
+		return usageError{fmt.Errorf("-filter %q matches no case (see -list)", *filter)}
 	}
 	if *list {
 		for _, c := range cases {

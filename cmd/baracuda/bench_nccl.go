@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -117,7 +116,7 @@ func keepNVLSOff() {
 func runNCCLBench(w io.Writer, filter string, iters int, asJSON, list bool, procs int) error {
 	var sizes []int64
 	for _, b := range ncclBenchSizes() {
-		if strings.Contains(ncclCaseName(b), filter) {
+		if matchFilter(ncclCaseName(b), filter) {
 			sizes = append(sizes, b)
 		}
 	}
@@ -376,7 +375,7 @@ func runNCCLBenchRank(w io.Writer, args []string) error {
 	}
 	var sizes []int64
 	for _, b := range ncclBenchSizes() {
-		if strings.Contains(ncclCaseName(b), *filter) {
+		if matchFilter(ncclCaseName(b), *filter) {
 			sizes = append(sizes, b)
 		}
 	}

@@ -155,7 +155,7 @@ func coldstartCases() []coldCase {
 func filterColdCases(cases []coldCase, filter string) []coldCase {
 	var out []coldCase
 	for _, c := range cases {
-		if strings.Contains(c.name, filter) {
+		if matchFilter(c.name, filter) {
 			out = append(out, c)
 		}
 	}
@@ -308,7 +308,7 @@ func msSince(t time.Time) float64 { return float64(time.Since(t).Nanoseconds()) 
 func runColdstart(w io.Writer, filter string, device int, asJSON, list bool) error {
 	cases := filterColdCases(coldstartCases(), filter)
 	if len(cases) == 0 {
-		return fmt.Errorf("bench -coldstart: no case name contains %q (see -coldstart -list)", filter)
+		return fmt.Errorf("bench -coldstart: -filter %q matches no case (see -coldstart -list)", filter)
 	}
 	if list {
 		for _, c := range cases {

@@ -27,6 +27,7 @@ func TestRunExitStatus(t *testing.T) {
 		{[]string{"bench", "-iters", "-3", "-list"}, 2, "-iters -3"},
 		{[]string{"bench", "-list", "extra"}, 2, `unexpected argument "extra"`},
 		{[]string{"bench", "-nosuchflag"}, 2, "flag provided but not defined"},
+		{[]string{"bench", "-list", "-filter", "no/such/case"}, 2, `-filter "no/such/case" matches no case`},
 		{[]string{"warm", "-procs", "-1"}, 2, "-procs -1"},
 		{[]string{"version"}, 0, "PTX ISA 7.8 from nvcc 11.8"},
 		{[]string{"version", "x"}, 2, `unexpected argument "x"`},
@@ -52,5 +53,23 @@ func TestSweepCases(t *testing.T) {
 		seen[c.name] = true
 		assert.GreaterOrEqual(t, c.n, 1<<10, c.name)
 		assert.LessOrEqual(t, c.n, 1<<26, c.name)
+	}
+}
+
+// TestMatchFilter: -filter takes a substring of the case name, or several
+// separated by |, and the empty filter (or an empty part) takes every case.
+func TestMatchFilter(t *testing.T) {
+	for _, c := range []struct {
+		name, filter string
+		want         bool
+	}{
+		{"reduce/max/bf16/4096x4096/axis0", "", true},
+		{"reduce/max/bf16/4096x4096/axis0", "max/bf16", true},
+		{"reduce/max/bf16/4096x4096/axis0", "max/f32", false},
+		{"reduce/max/bf16/4096x4096/axis0", "max/f32|4096x4096/axis0", true},
+		{"reduce/var/f32/32x256x56x56/axes0,2,3", "max/f32|var/bf16", false},
+		{"reduce/var/f32/32x256x56x56/axes0,2,3", "max/f32|", true},
+	} {
+		assert.Equal(t, c.want, matchFilter(c.name, c.filter), "%q in %q", c.filter, c.name)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -75,7 +74,7 @@ const sweepIters = 200
 func runSweep(w io.Writer, filter string, device int, asJSON, list bool) error {
 	var cases []sweepCase
 	for _, c := range sweepCases() {
-		if strings.Contains(c.name, filter) {
+		if matchFilter(c.name, filter) {
 			cases = append(cases, c)
 		}
 	}
