@@ -13,11 +13,11 @@
 #   run.sh huge            the tests of tensors of more than 2^31 elements (about 22 GB
 #                          of GPU memory), each in a process of its own
 #   run.sh bench [flags]   `baracuda bench` with the given flags
-#   run.sh stalls FILTER KERNEL
-#                          Nsight Compute (ncu) on the first launch of a kernel whose name
-#                          matches the regexp KERNEL in `baracuda bench -filter FILTER`: its
-#                          time, DRAM and issue figures, then where its warps wait (the
-#                          stall reasons per issued instruction, largest first)
+#   run.sh stalls FILTER KERNEL [N]
+#                          Nsight Compute (ncu) on the first N (1) launches of kernels whose
+#                          names match the regexp KERNEL in `baracuda bench -filter FILTER`:
+#                          each one's time, DRAM and issue figures, then where its warps
+#                          wait (the stall reasons per issued instruction, largest first)
 #   run.sh nccl [huge]     the NCCL tests (two GPUs: one process with both, and two
 #                          processes), then examples/allreduce in f32 and bf16; with
 #                          "huge", also the all-reduce of more than 2^31 bytes (2 GiB per GPU)
@@ -128,44 +128,45 @@ bench)
   "$here/baracuda" bench "$@" || status=1
   ;;
 stalls)
-  if [ $# -ne 3 ]; then
-    echo "usage: run.sh stalls FILTER KERNEL" >&2
+  if [ $# -lt 3 ] || [ $# -gt 4 ]; then
+    echo "usage: run.sh stalls FILTER KERNEL [N]" >&2
     exit 2
   fi
   csv=$(mktemp)
   ncu --section SpeedOfLight --section Occupancy --section LaunchStats --section SchedulerStats \
-    --section WarpStateStats --page raw --csv -k "regex:$3" -c 1 \
+    --section WarpStateStats --page raw --csv -k "regex:$3" -c "${4:-1}" \
     "$here/baracuda" bench -iters 1 -filter "$2" >"$csv" || status=1
   python3 - "$csv" <<'PY' || status=1
 import csv, re, sys
 rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 10]
 if len(rows) < 3:
     sys.exit("ncu gave no kernel row (does KERNEL match a launch of the filtered cases?)")
-head, units, val = rows[0], rows[1], rows[2]
-m = {h: (v, u) for h, u, v in zip(head, units, val)}
-print(m.get("Kernel Name", ("?", ""))[0])
-for k in ("gpu__time_duration.sum", "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+head, units = rows[0], rows[1]
+for val in rows[2:]:
+  m = {h: (v, u) for h, u, v in zip(head, units, val)}
+  print(m.get("Kernel Name", ("?", ""))[0])
+  for k in ("gpu__time_duration.sum", "dram__throughput.avg.pct_of_peak_sustained_elapsed",
           "sm__warps_active.avg.pct_of_peak_sustained_active", "smsp__issue_active.avg.pct_of_peak_sustained_active",
           "launch__registers_per_thread", "launch__occupancy_limit_registers", "launch__occupancy_limit_shared_mem"):
     if k in m:
-        print(f"  {k:60s} {m[k][0]} {m[k][1]}")
-st = []
-for k, (v, u) in m.items():
+      print(f"  {k:60s} {m[k][0]} {m[k][1]}")
+  st = []
+  for k, (v, u) in m.items():
     g = re.fullmatch(r"smsp__average_warps?_(?:latency_)?issue_stalled_(\w+)_per_issue_active\.ratio", k)
     if g:
-        try:
-            st.append((float(v.replace(",", "")), g.group(1)))
-        except ValueError:
-            pass
-print("  stalls, cycles per issued instruction:")
-for v, name in sorted(st, reverse=True):
+      try:
+        st.append((float(v.replace(",", "")), g.group(1)))
+      except ValueError:
+        pass
+  print("  stalls, cycles per issued instruction:")
+  for v, name in sorted(st, reverse=True):
     if v >= 0.01:
-        print(f"    {name:28s} {v:7.2f}")
+      print(f"    {name:28s} {v:7.2f}")
 PY
   rm -f "$csv"
   ;;
 *)
-  echo "usage: run.sh [test|sanitize [tool]|par [tool]|race|huge|nccl [huge]|bench [flags]|stalls FILTER KERNEL]" >&2
+  echo "usage: run.sh [test|sanitize [tool]|par [tool]|race|huge|nccl [huge]|bench [flags]|stalls FILTER KERNEL [N]]" >&2
   exit 2
   ;;
 esac
