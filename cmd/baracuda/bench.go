@@ -120,6 +120,18 @@ func matchFilter(name, filter string) bool {
 	return false
 }
 
+// keepMatching is the items of all whose names (by name) match filter
+// (matchFilter), in order.
+func keepMatching[T any](all []T, name func(T) string, filter string) []T {
+	var out []T
+	for _, c := range all {
+		if matchFilter(name(c), filter) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 func runBench(w io.Writer, args []string) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	filter := fs.String("filter", "", "run only cases whose name contains this, or any of several separated by |\n"+
@@ -178,12 +190,7 @@ func runBench(w io.Writer, args []string) error {
 	if *shapes {
 		all = shapesCases()
 	}
-	var cases []benchCase
-	for _, c := range all {
-		if matchFilter(c.name, *filter) {
-			cases = append(cases, c)
-		}
-	}
+	cases := keepMatching(all, func(c benchCase) string { return c.name }, *filter)
 	if len(cases) == 0 {
 		return usageError{fmt.Errorf("-filter %q matches no case (see -list)", *filter)}
 	}

@@ -114,12 +114,7 @@ func keepNVLSOff() {
 }
 
 func runNCCLBench(w io.Writer, filter string, iters int, asJSON, list bool, procs int) error {
-	var sizes []int64
-	for _, b := range ncclBenchSizes() {
-		if matchFilter(ncclCaseName(b), filter) {
-			sizes = append(sizes, b)
-		}
-	}
+	sizes := keepMatching(ncclBenchSizes(), ncclCaseName, filter)
 	if list {
 		for _, b := range sizes {
 			fmt.Fprintln(w, ncclCaseName(b))
@@ -373,12 +368,7 @@ func runNCCLBenchRank(w io.Writer, args []string) error {
 		return fmt.Errorf("%s is started by 'baracuda bench -nccl -nccl-procs N', which sets %s, %s and %s",
 			ncclBenchRankCommand, envBenchRank, envBenchNRanks, envBenchIDFile)
 	}
-	var sizes []int64
-	for _, b := range ncclBenchSizes() {
-		if matchFilter(ncclCaseName(b), *filter) {
-			sizes = append(sizes, b)
-		}
-	}
+	sizes := keepMatching(ncclBenchSizes(), ncclCaseName, *filter)
 	keepNVLSOff()
 	id, err := nccl.ShareUniqueIDFile(rank, idFile, 2*time.Minute)
 	if err != nil {

@@ -151,15 +151,9 @@ func coldstartCases() []coldCase {
 	return cases
 }
 
-// filterColdCases keeps the cases whose name contains filter.
+// filterColdCases keeps the cases whose name matches filter (matchFilter).
 func filterColdCases(cases []coldCase, filter string) []coldCase {
-	var out []coldCase
-	for _, c := range cases {
-		if matchFilter(c.name, filter) {
-			out = append(out, c)
-		}
-	}
-	return out
+	return keepMatching(cases, func(c coldCase) string { return c.name }, filter)
 }
 
 // coldResult is one case's line: the child writes it as JSON, the parent

@@ -72,12 +72,7 @@ type sweepResult struct {
 const sweepIters = 200
 
 func runSweep(w io.Writer, filter string, device int, asJSON, list bool) error {
-	var cases []sweepCase
-	for _, c := range sweepCases() {
-		if matchFilter(c.name, filter) {
-			cases = append(cases, c)
-		}
-	}
+	cases := keepMatching(sweepCases(), func(c sweepCase) string { return c.name }, filter)
 	if list {
 		for _, c := range cases {
 			fmt.Fprintln(w, c.name)
