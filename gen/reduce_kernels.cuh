@@ -85,6 +85,52 @@ __device__ __forceinline__ void reduce_one(const T* __restrict__ x, const T* __r
 // packs). Layout: k, scale, tiles (the strips), cvec, fip = I, fmagic[0]
 // and fshift[0] divide by I/W (strips per outer index).
 #define RED_STRIP_BATCH 8
+
+// RedStripPair<T, Op>::on: the strip kernel counts ties and writes dx of
+// 16-bit max and min two elements an instruction (compute capability 9.0;
+// RedPair's compare, add and multiply of 32-bit words of two values): a
+// tie adds 1.0 to a 16-bit count (exact: a block holds at most 227 KiB of
+// packs, fewer than 64 a thread, and 16-bit counts are exact to 256), and
+// dx is the 16-bit g/count times the compare's 1.0 or 0.0, the same bits
+// as the opmath product rounded once (g/count is at most |g|, a 16-bit
+// value, so its rounding does not overflow).
+template <typename T, typename Op> struct RedStripPair { static constexpr bool on = false; };
+#if __CUDA_ARCH__ >= 900
+template <> struct RedStripPair<__nv_bfloat16, RedMaxMin> { static constexpr bool on = true; };
+template <> struct RedStripPair<__half, RedMaxMin> { static constexpr bool on = true; };
+#endif
+
+// RedPair<T>: words of two bf16 (two f16 for __half) as bf16x2 (half2).
+// Below compute capability 9.0 no strip kernel takes the pair form
+// (RedStripPair), and RedPair is a placeholder the compiler drops.
+#if __CUDA_ARCH__ >= 900
+template <typename T> struct RedPair {
+	typedef __nv_bfloat162 V;
+	static __device__ __forceinline__ V eq(V a, V b) { return __heq2(a, b); }
+	static __device__ __forceinline__ V add(V a, V b) { return __hadd2(a, b); }
+	static __device__ __forceinline__ V mul(V a, V b) { return __hmul2(a, b); }
+	static __device__ __forceinline__ V from(float a, float b) { return __floats2bfloat162_rn(a, b); }
+	static __device__ __forceinline__ float2 to(V a) { return __bfloat1622float2(a); }
+};
+template <> struct RedPair<__half> {
+	typedef __half2 V;
+	static __device__ __forceinline__ V eq(V a, V b) { return __heq2(a, b); }
+	static __device__ __forceinline__ V add(V a, V b) { return __hadd2(a, b); }
+	static __device__ __forceinline__ V mul(V a, V b) { return __hmul2(a, b); }
+	static __device__ __forceinline__ V from(float a, float b) { return __floats2half2_rn(a, b); }
+	static __device__ __forceinline__ float2 to(V a) { return __half22float2(a); }
+};
+#else
+template <typename T> struct RedPair {
+	typedef unsigned V;
+	static __device__ __forceinline__ V eq(V a, V) { return a; }
+	static __device__ __forceinline__ V add(V a, V) { return a; }
+	static __device__ __forceinline__ V mul(V a, V) { return a; }
+	static __device__ __forceinline__ V from(float, float) { return 0; }
+	static __device__ __forceinline__ float2 to(V) { return make_float2(0.f, 0.f); }
+};
+#endif
+
 // RED_STRIP_VMAX, RED_STRIP_CLUSTER and RED_STRIP_HEAD (gen/zconsts.cuh,
 // with ops/zconsts.go's redStripVMax, redStripCluster and redStripHead):
 // the most packs of a row a strip takes, the clustered strip kernel's
@@ -131,23 +177,59 @@ __device__ __forceinline__ void red_strip(const T* __restrict__ x, const T* __re
 		acc[e] = Op::template init<M>();
 		yv[e] = Op::needs_y ? to_op(y[s0 + v * N + e]) : M(0);
 	}
-	for (int m0 = 0; m0 < nv; m0 += RED_BLOCK * RED_STRIP_BATCH) {
+	constexpr bool PAIR = RedStripPair<T, Op>::on;
+	typedef RedPair<T> P2;
+	typename P2::V y2[4], cnt2[4];
+	if (PAIR) {
+#pragma unroll
+		for (int k = 0; k < 4; ++k) {
+			memcpy(&y2[k], y + s0 + v * N + 2 * k, 4);
+			cnt2[k] = P2::from(0.f, 0.f);
+		}
+	}
+	// Thread t's pack m = m0 + t + RED_BLOCK*i lies in row (m0 >> sh) +
+	// (t >> sh) + i*(RED_BLOCK >> sh) of its part: px is its row-0 pack,
+	// rstep the elements between the rows of i and i+1.
+	const i64 rstep = (i64)(RED_BLOCK >> sh) * L.fip;
+	const T* const px = x + base + (i64)(tid >> sh) * L.fip;
+	T* const pdx = dx + base + (i64)(tid >> sh) * L.fip;
+	// Whole batches without a bound check, then the last, partial one.
+	auto batch = [&](int m0, bool whole) {
 		uint4 r[RED_STRIP_BATCH];
+		const T* const pb = px + (i64)(m0 >> sh) * L.fip;
 #pragma unroll
 		for (int i = 0; i < RED_STRIP_BATCH; ++i) {
-			const int m = m0 + tid + RED_BLOCK * i;
-			if (m < nv) r[i] = __ldg(reinterpret_cast<const uint4*>(x + base + (i64)(m >> sh) * L.fip));
+			if (whole || m0 + tid + RED_BLOCK * i < nv) r[i] = __ldg(reinterpret_cast<const uint4*>(pb + i * rstep));
 		}
 #pragma unroll
 		for (int i = 0; i < RED_STRIP_BATCH; ++i) {
 			const int m = m0 + tid + RED_BLOCK * i;
-			if (m < nv) {
+			if (whole || m < nv) {
 				buf[m] = r[i];
-				Pack<T> xv;
-				memcpy(&xv, &r[i], 16);
+				if (PAIR) {
+					typename P2::V w[4];
+					memcpy(w, &r[i], 16);
 #pragma unroll
-				for (int e = 0; e < N; ++e) Op::accum(acc[e], to_op(xv.v[e]), yv[e]);
+					for (int k = 0; k < 4; ++k) cnt2[k] = P2::add(cnt2[k], P2::eq(w[k], y2[k]));
+				} else {
+					Pack<T> xv;
+					memcpy(&xv, &r[i], 16);
+#pragma unroll
+					for (int e = 0; e < N; ++e) Op::accum(acc[e], to_op(xv.v[e]), yv[e]);
+				}
 			}
+		}
+	};
+	constexpr int BW = RED_BLOCK * RED_STRIP_BATCH;
+	int m0 = 0;
+	for (; m0 + BW <= nv; m0 += BW) batch(m0, true);
+	if (m0 < nv) batch(m0, false);
+	if (PAIR) {
+#pragma unroll
+		for (int k = 0; k < 4; ++k) {
+			const float2 f = P2::to(cnt2[k]);
+			acc[2 * k].z += (unsigned)f.x;
+			acc[2 * k + 1].z += (unsigned)f.y;
 		}
 	}
 #pragma unroll
@@ -187,9 +269,25 @@ __device__ __forceinline__ void red_strip(const T* __restrict__ x, const T* __re
 	RedCtx<M> c[N];
 #pragma unroll
 	for (int e = 0; e < N; ++e) c[e] = cx[v * N + e];
+	typename P2::V p2[4];
+	if (PAIR) {
+#pragma unroll
+		for (int k = 0; k < 4; ++k) p2[k] = P2::from((float)c[2 * k].p, (float)c[2 * k + 1].p);
+	}
+	T* pd = pdx;
 #pragma unroll 4
-	for (int m = tid; m < nv; m += RED_BLOCK) {
+	for (int m = tid; m < nv; m += RED_BLOCK, pd += rstep) {
 		const uint4 u = buf[m];
+		if (PAIR) {
+			typename P2::V w[4], o[4];
+			memcpy(w, &u, 16);
+#pragma unroll
+			for (int k = 0; k < 4; ++k) o[k] = P2::mul(P2::eq(w[k], y2[k]), p2[k]);
+			uint4 ov;
+			memcpy(&ov, o, 16);
+			*reinterpret_cast<uint4*>(pd) = ov;
+			continue;
+		}
 		Pack<T> xv, out;
 		memcpy(&xv, &u, 16);
 		bool bad = false;
@@ -199,7 +297,7 @@ __device__ __forceinline__ void red_strip(const T* __restrict__ x, const T* __re
 #pragma unroll
 			for (int e = 0; e < N; ++e) out.v[e] = from_op<T>(Op::elem(c[e], to_op(xv.v[e])));
 		}
-		store_pack(dx + base + (i64)(m >> sh) * L.fip, out);
+		store_pack(pd, out);
 	}
 	// No block's shared memory goes while another block of the cluster may
 	// still read its partials.

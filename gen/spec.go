@@ -142,7 +142,9 @@ var builds = []Build{
 	// figures.
 	//
 	// The reduce family's fix kernels (the flat path's mend, off the common
-	// path) keep two blocks, where three would spill prod's.
+	// path) keep two blocks, where three would spill prod's; so do its
+	// strip kernels, where three would spill max's, min's and prod's (a
+	// strip block's shared memory seldom leaves room for three).
 	//
 	// The bf16 broadcasting tile kernels run at four blocks per SM (64
 	// registers, at most 36 bytes of spill stores) where the base build's
@@ -154,7 +156,7 @@ var builds = []Build{
 	// the bound), more blocks staging their chunks at once.
 	{Suffix: "_sm80", Arch: "compute_80", MinMajor: 8, DTypes: []dtype.DType{dtype.BF16}, Verify: []string{"sm_80", "sm_90"},
 		MinBlocks:        map[string]int{"reduce": 3, "scan": 3},
-		VariantMinBlocks: map[string]int{"bcast/tile": 4, "reduce/fix": 2, "scan/short": 6},
+		VariantMinBlocks: map[string]int{"bcast/tile": 4, "reduce/fix": 2, "reduce/strip": 2, "scan/short": 6},
 		SpillBytes:       map[string]int{"scan": 224, "bcast": 40}},
 	// compute_80 for the f16 kernels of the scan family's colstrip variant
 	// (cp.async), which the base build cannot hold; every other f16 kernel

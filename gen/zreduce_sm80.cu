@@ -57,7 +57,7 @@ extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_max_bf16_apply(co
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_max_bf16_fix(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_fix<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_max_bf16_strip(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_max_bf16_strip(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_strip<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_max_bf16_seg(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
@@ -87,7 +87,7 @@ extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_min_bf16_apply(co
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_min_bf16_fix(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_fix<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_min_bf16_strip(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_min_bf16_strip(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_strip<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_min_bf16_seg(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
@@ -117,7 +117,7 @@ extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_prod_bf16_apply(c
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_prod_bf16_fix(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_fix<__nv_bfloat16, RedProd>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_prod_bf16_strip(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_prod_bf16_strip(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_strip<__nv_bfloat16, RedProd>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_prod_bf16_seg(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
@@ -183,7 +183,7 @@ extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_var_bf16_apply(co
 extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_var_bf16_one(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_one<__nv_bfloat16, RedVar>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_var_bf16_strip(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_var_bf16_strip(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_strip<__nv_bfloat16, RedVar>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_var_bf16_seg(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
@@ -213,7 +213,7 @@ extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_std_bf16_apply(co
 extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_std_bf16_one(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_one<__nv_bfloat16, RedStd>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_std_bf16_strip(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_std_bf16_strip(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_strip<__nv_bfloat16, RedStd>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_std_bf16_seg(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
