@@ -24,8 +24,9 @@
 // tile's partial statistics to ws[t] (and the provisional dx of max, min
 // and prod), the apply pass combines a slice's partials in an order fixed
 // by nchunks (so deterministic) and writes dx (for the provisional ops only
-// in the chunks where the provisional dx is wrong). The other ops launch
-// the apply pass alone.
+// in the chunks where the provisional dx is wrong, and for max and min only
+// at the elements equal to y where the statistics pass recorded them all).
+// The other ops launch the apply pass alone.
 #include "reduce_kernels.cuh"
 
 // red_div is a / b for 0 <= a, 0 < b, in 32 bits where both fit.
@@ -128,6 +129,18 @@ __device__ __forceinline__ void red_seg_each(const T* __restrict__ x, const Redu
 	}
 }
 
+// red_seg_record records the positions o + e of the elements equal to y
+// that mask m flags (bit e) in the first free of the block's SL slots
+// (the slots' order is the atomics', the set of positions the same in any
+// order). Out of line: packs with a tie are rare, and the hot loop keeps
+// its registers.
+template <int SL> __device__ __noinline__ void red_seg_record(unsigned* cnt, i64* slot, i64 o, unsigned m) {
+	for (; m != 0; m &= m - 1) {
+		const int i = (int)atomicAdd(cnt, 1u);
+		if (i < SL) slot[i] = o + __ffs(m) - 1;
+	}
+}
+
 // red_seg_slice_total is slice c's total from its nchunks partials: warp 0
 // combines them (lanes stride the chunks, then the butterfly: an order
 // fixed by nchunks) in A (RedWide's opmath) and shares it through sm[0].
@@ -157,6 +170,21 @@ __device__ __forceinline__ void reduce_seg(const T* __restrict__ x, const T* __r
 	__shared__ RedAcc<A> sm[RED_BLOCK / 32];
 	const bool stats = L.phase == RED_PHASE_SEG_STATS;
 	if (stats && !Op::stats) return;
+	// Max and min (Op::mend_mask) record the positions of up to SL
+	// elements equal to y per tile in slots, after the tiles' partials
+	// (ws[t]): a tile with at most SL of them is mended at those alone.
+	constexpr int SL = Op::mend_mask ? Op::flat_slots : 0;
+	__shared__ unsigned scnt;
+	__shared__ i64 sslot[SL > 0 ? SL : 1];
+	// Tile t's slots (computed where used: a pointer live across the
+	// loops costs registers).
+	auto slots = [&](i64 t) {
+		return reinterpret_cast<i64*>(static_cast<char*>(wsv) + ((L.tiles * (i64)sizeof(RedAcc<M>) + 15) & ~(i64)15)) + t * SL;
+	};
+	if (SL > 0 && stats) {
+		if (threadIdx.x == 0) scnt = 0;
+		__syncthreads();
+	}
 	// The apply pass after a statistics pass walks the tiles last to first
 	// (and each chunk backwards, see red_seg_each): the tiles the
 	// statistics pass read last come first, while L2 still holds them.
@@ -175,21 +203,32 @@ __device__ __forceinline__ void reduce_seg(const T* __restrict__ x, const T* __r
 			red_seg_each<T, false, true>(x, L, ko, j0, len,
 				[&](i64 o, i64, const Pack<T>& v) {
 					Pack<T> r;
+					unsigned m = 0;  // the pack's elements equal to y (SL > 0)
 #pragma unroll
 					for (int e = 0; e < N; ++e) {
 						const M xv = to_op(v.v[e]);
 						Op::accum(acc, A(xv), A(yv));
 						if (prov) r.v[e] = from_op<T>(Op::elem(pc, xv));
+						if (SL > 0) m |= red_flag<Op>(xv, yv) ? 1u << e : 0u;
 					}
+					if (SL > 0 && m != 0) red_seg_record<SL>(&scnt, sslot, o, m);
 					if (prov) store_pack(dx + o, r);
 				},
 				[&](i64 o, i64) {
 					const M xv = to_op(x[o]);
 					Op::accum(acc, A(xv), A(yv));
 					if (prov) dx[o] = from_op<T>(Op::elem(pc, xv));
+					if (SL > 0 && red_flag<Op>(xv, yv)) red_seg_record<SL>(&scnt, sslot, o, 1u);
 				});
 			acc = red_block_total<Op>(acc, sm);
-			if (threadIdx.x == 0) RedPut<M>::put(ws[t], acc);
+			if (threadIdx.x == 0) {
+				RedPut<M>::put(ws[t], acc);
+				if (SL > 0) {
+					for (unsigned i = 0; i < min(scnt, (unsigned)SL); ++i) slots(t)[i] = sslot[i];
+					scnt = 0;
+				}
+			}
+			if (SL > 0) __syncthreads();
 			continue;
 		}
 		RedAcc<M> total = Op::template init<M>();
@@ -202,6 +241,19 @@ __device__ __forceinline__ void reduce_seg(const T* __restrict__ x, const T* __r
 			if (prov && (!Op::fix(total) || !Op::fix_chunk(total, ws[t]))) continue;
 		}
 		const RedCtx<M> cx = Op::template slice<M>(g, yv, total, L.scale, L.k);
+		// A slice with elements equal to y needs new dx only at them (every
+		// other element keeps its provisional g*0, the same bits as
+		// (g/count)*0): where the tile recorded all of its own, at those.
+		if (SL > 0 && total.z != 0) {
+			const unsigned own = ws[t].z;
+			if (own <= (unsigned)SL) {
+				if (threadIdx.x < own) {
+					const i64 o = slots(t)[threadIdx.x];
+					dx[o] = from_op<T>(Op::elem(cx, to_op(x[o])));
+				}
+				continue;
+			}
+		}
 		red_seg_each<T, Op::stats, Op::needs_x>(x, L, ko, j0, len,
 			[&](i64 o, i64, const Pack<T>& v) {
 				Pack<T> r;

@@ -113,8 +113,10 @@ var reduceFamily = Family{
 		{Name: "stripc", Template: "reduce_stripc", MinMajor: 9, Cluster: redStripCluster, Ops: redStatsOps},
 		// seg: several reduced axes that do not coalesce into one group
 		// (reduce_seg.cuh); every op, a statistics pass and an apply pass
-		// chosen by the layout's phase, so one entry per (op, dtype).
-		{Name: "seg", Template: "reduce_seg"},
+		// chosen by the layout's phase, so one entry per (op, dtype). Max
+		// and min keep 4 blocks per SM, which their tie slots would take
+		// them under.
+		{Name: "seg", Template: "reduce_seg", OpMinBlocks: map[string]int{"max": 4, "min": 4}},
 		// segc: var and std on the seg path as clusters of redSegCluster
 		// blocks, one cluster per slice, which keep x in shared memory
 		// (compute capability 9.0, its own build).

@@ -161,7 +161,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_f32_fix(const
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_f32_strip(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_strip<float, RedMaxMin>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_f32_seg(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_max_f32_seg(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<float, RedMaxMin>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_max_f32_short(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
@@ -191,7 +191,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_f16_fix(const
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_f16_strip(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_strip<__half, RedMaxMin>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_f16_seg(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_max_f16_seg(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<__half, RedMaxMin>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_max_f16_short(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
@@ -221,7 +221,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_bf16_fix(cons
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_bf16_strip(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_strip<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_bf16_seg(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_max_bf16_seg(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_max_bf16_short(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
@@ -251,7 +251,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_f64_fix(const
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_f64_strip(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_strip<double, RedMaxMin>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_f64_seg(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_max_f64_seg(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<double, RedMaxMin>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_max_f64_short(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
@@ -278,7 +278,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_f32_fix(const
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_f32_strip(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_strip<float, RedMaxMin>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_f32_seg(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_min_f32_seg(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<float, RedMaxMin>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_min_f32_short(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
@@ -308,7 +308,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_f16_fix(const
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_f16_strip(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_strip<__half, RedMaxMin>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_f16_seg(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_min_f16_seg(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<__half, RedMaxMin>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_min_f16_short(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
@@ -338,7 +338,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_bf16_fix(cons
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_bf16_strip(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_strip<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_bf16_seg(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_min_bf16_seg(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_min_bf16_short(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
@@ -368,7 +368,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_f64_fix(const
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_f64_strip(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_strip<double, RedMaxMin>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_f64_seg(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_min_f64_seg(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<double, RedMaxMin>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_min_f64_short(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {

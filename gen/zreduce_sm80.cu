@@ -60,7 +60,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_max_bf16_fix(cons
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_max_bf16_strip(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_strip<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_max_bf16_seg(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_max_bf16_seg(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_max_bf16_short(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
@@ -90,7 +90,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_min_bf16_fix(cons
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_min_bf16_strip(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_strip<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
 }
-extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_min_bf16_seg(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_min_bf16_seg(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_min_bf16_short(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {

@@ -220,7 +220,9 @@ func newReduceMulti(id planID, desc ReduceDesc, axes []int, numel int64) (*Reduc
 	L.cvec = int32(last)
 	L.kstride = [2]int64{rstride[last], rsize[last]}
 	if desc.Op.hasStats() {
-		p.ws = (L.tiles*redAccSize(desc.DType) + 15) &^ 15
+		// The tiles' partials, then for max and min flatSlots positions
+		// of elements equal to y per tile (reduce_seg).
+		p.ws = (L.tiles*redAccSize(desc.DType)+15)&^15 + 8*flatSlots(desc.Op)*L.tiles
 	}
 	if mode := knob(reduceSegcEnv); stripOp(desc.Op) && mode != "never" {
 		size := int64(desc.DType.Size())
