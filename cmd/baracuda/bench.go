@@ -132,6 +132,16 @@ func keepMatching[T any](all []T, name func(T) string, filter string) []T {
 	return out
 }
 
+// noMatch is the usage error of a -filter that matches none of the cases
+// of run ("-sweep", "-coldstart", "-nccl"; "" for the default and -shapes
+// runs, whose -list takes no run flag).
+func noMatch(filter, run string) error {
+	if run == "" {
+		return usageError{fmt.Errorf("-filter %q matches no case (see -list)", filter)}
+	}
+	return usageError{fmt.Errorf("-filter %q matches no %s case (see %s -list)", filter, run, run)}
+}
+
 func runBench(w io.Writer, args []string) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	filter := fs.String("filter", "", "run only cases whose name contains this, or any of several separated by |\n"+
@@ -192,7 +202,7 @@ func runBench(w io.Writer, args []string) error {
 	}
 	cases := keepMatching(all, func(c benchCase) string { return c.name }, *filter)
 	if len(cases) == 0 {
-		return usageError{fmt.Errorf("-filter %q matches no case (see -list)", *filter)}
+		return noMatch(*filter, "")
 	}
 	if *list {
 		for _, c := range cases {

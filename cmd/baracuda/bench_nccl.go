@@ -122,7 +122,7 @@ func runNCCLBench(w io.Writer, filter string, iters int, asJSON, list bool, proc
 		return nil
 	}
 	if len(sizes) == 0 {
-		return usageError{fmt.Errorf("-filter %q matches no -nccl case (see -list)", filter)}
+		return noMatch(filter, "-nccl")
 	}
 	keepNVLSOff()
 	if procs > 0 {

@@ -302,7 +302,7 @@ func msSince(t time.Time) float64 { return float64(time.Since(t).Nanoseconds()) 
 func runColdstart(w io.Writer, filter string, device int, asJSON, list bool) error {
 	cases := filterColdCases(coldstartCases(), filter)
 	if len(cases) == 0 {
-		return usageError{fmt.Errorf("-filter %q matches no -coldstart case (see -coldstart -list)", filter)}
+		return noMatch(filter, "-coldstart")
 	}
 	if list {
 		for _, c := range cases {

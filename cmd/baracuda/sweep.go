@@ -74,7 +74,7 @@ const sweepIters = 200
 func runSweep(w io.Writer, filter string, device int, asJSON, list bool) error {
 	cases := keepMatching(sweepCases(), func(c sweepCase) string { return c.name }, filter)
 	if len(cases) == 0 {
-		return usageError{fmt.Errorf("-filter %q matches no -sweep case (see -sweep -list)", filter)}
+		return noMatch(filter, "-sweep")
 	}
 	if list {
 		for _, c := range cases {
