@@ -18,7 +18,8 @@
 //   kstride = {inner segment stride, segment length};
 //   vec: 16-byte packs (the innermost dim is reduced, the segment length a
 //   multiple of a pack, x and dx 16-byte aligned; chunk is a multiple of a
-//   pack);
+//   pack), with fmagic[0] and fshift[0] dividing by a segment's packs
+//   (bc_div);
 //   phase: RED_PHASE_SEG_STATS for the statistics pass, else the apply pass.
 // Ops with statistics launch it twice: the statistics pass writes each
 // tile's partial statistics to ws[t] (and the provisional dx of max, min
@@ -105,7 +106,7 @@ __device__ __forceinline__ void red_seg_each(const T* __restrict__ x, const Redu
 			for (int u = 0; u < U; ++u) {
 				if (u == 0 || i + u * RED_BLOCK < n) {
 					const i64 pu = p + u * step;
-					const i64 q = red_div(pu, bp);
+					const i64 q = bc_div(pu, L.fmagic[0], L.fshift[0]);  // pu / bp
 					o[u] = ko + red_seg_outer(q, L) + (pu - q * bp) * N;
 				} else {
 					o[u] = o[0];

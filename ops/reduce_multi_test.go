@@ -3,6 +3,7 @@ package ops
 import (
 	"errors"
 	"math"
+	"math/bits"
 	"slices"
 	"strings"
 	"testing"
@@ -301,7 +302,13 @@ func segOffsets(L *reduceLayout, vec bool, n int64) [][]int64 {
 		if vec {
 			bp := L.kstride[1] / n
 			for p := j0 / n; p < (j0+ln)/n; p++ {
-				q := p / bp
+				// p / bp as the kernel divides (bc_div with the layout's
+				// fmagic[0] and fshift[0]).
+				u := uint64(p)
+				if L.flat.magic[0] != 0 {
+					u, _ = bits.Mul64(u, L.flat.magic[0])
+				}
+				q := int64(u >> L.flat.shift[0])
 				for e := int64(0); e < n; e++ {
 					out[c][p*n+e] = ko + outer(q) + (p-q*bp)*n + e
 				}
