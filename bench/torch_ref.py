@@ -167,7 +167,7 @@ def reduce_case(op, dt, axis):
 
 # Reductions over several axes (bench/README.md): x.sum(dims), x.mean(dims),
 # x.var(dims), x.amax(dims) with keepdim, backward timed as the other cases.
-AXES_SHAPES = (((32, 256, 56, 56), (0, 2, 3)), ((64, 128, 64, 64), (2, 3)))
+AXES_SHAPES = (((32, 256, 56, 56), (0, 2, 3)), ((256, 2048, 7, 7), (0, 2, 3)), ((64, 128, 64, 64), (2, 3)))
 AXES_OPS = ("sum", "mean", "var", "max")
 
 

@@ -165,9 +165,13 @@ func setupScan(b *benchEnv, op ops.ScanOp, dt dtype.DType, shape []int, axis int
 	return scanRun(b, op, dt, shape, axis, dtype.Encode(dt, xv), dtype.Encode(dt, yv), dtype.Encode(dt, dy))
 }
 
-// benchAxesShapes are the multi-axis reduce cases (bench/README.md).
+// benchAxesShapes are the multi-axis reduce cases (bench/README.md): the
+// statistics of a BatchNorm over an early and a late layer's activations
+// (segments of 3136 and of 49 elements, which take the seg kernel's
+// 16-byte and its element walk), and of a LayerNorm-like pair of dims.
 var benchAxesShapes = []struct{ shape, axes []int }{
 	{[]int{32, 256, 56, 56}, []int{0, 2, 3}},
+	{[]int{256, 2048, 7, 7}, []int{0, 2, 3}},
 	{[]int{64, 128, 64, 64}, []int{2, 3}},
 }
 
