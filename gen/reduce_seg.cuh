@@ -19,7 +19,8 @@
 //   vec: 16-byte packs (the innermost dim is reduced, the segment length a
 //   multiple of a pack, x and dx 16-byte aligned; chunk is a multiple of a
 //   pack), with fmagic[0] and fshift[0] dividing by a segment's packs
-//   (bc_div);
+//   (bc_div); fmagic[1] and fshift[1] divide by its elements (the walk
+//   element by element);
 //   phase: RED_PHASE_SEG_STATS for the statistics pass, else the apply pass.
 // Ops with statistics launch it twice: the statistics pass writes each
 // tile's partial statistics to ws[t] (and the provisional dx of max, min
@@ -124,7 +125,7 @@ __device__ __forceinline__ void red_seg_each(const T* __restrict__ x, const Redu
 	} else {
 		const i64 bi = L.kstride[1], si = L.kstride[0];
 		for (i64 i = threadIdx.x, j = Rev ? j0 + len - 1 - threadIdx.x : j0 + threadIdx.x; i < len; i += RED_BLOCK, j += step) {
-			const i64 q = red_div(j, bi);
+			const i64 q = bc_div(j, L.fmagic[1], L.fshift[1]);  // j / bi
 			fs(ko + red_seg_outer(q, L) + (j - q * bi) * si, j - j0);
 		}
 	}

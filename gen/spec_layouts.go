@@ -153,7 +153,7 @@ var layouts = []Layout{
 				Sub: []Field{
 					{Type: "i64", C: "fpacks", Go: "packs", Comment: "16-byte packs of x and dx"},
 					{Type: "i64", C: "fip", Go: "ip", Comment: "I/N packs across the inner dims, 0 when I == 1, -I when I divides N (rows of I slices)"},
-					{Type: "unsigned long long", C: "fmagic", Go: "magic", Dims: []Dim{dim(2)}, Comment: "bc_div by the packs of one outer index, by fip (seg: [0] by a segment's packs)"},
+					{Type: "unsigned long long", C: "fmagic", Go: "magic", Dims: []Dim{dim(2)}, Comment: "bc_div by the packs of one outer index, by fip (seg: by a segment's packs, by its elements)"},
 					{Type: "int", C: "fshift", Go: "shift", Dims: []Dim{dim(2)}},
 				}},
 		}},

@@ -162,7 +162,7 @@ struct ReduceLayout {
 	// outer index, see reduce_strip):
 	i64 fpacks;                       // 16-byte packs of x and dx
 	i64 fip;                          // I/N packs across the inner dims, 0 when I == 1, -I when I divides N (rows of I slices)
-	unsigned long long fmagic[2];     // bc_div by the packs of one outer index, by fip (seg: [0] by a segment's packs)
+	unsigned long long fmagic[2];     // bc_div by the packs of one outer index, by fip (seg: by a segment's packs, by its elements)
 	int fshift[2];
 };
 static_assert(sizeof(ReduceLayout) == 432, "ReduceLayout: the size gen/spec_layouts.go computes");

@@ -219,11 +219,13 @@ func newReduceMulti(id planID, desc ReduceDesc, axes []int, numel int64) (*Reduc
 	}
 	L.cvec = int32(last)
 	L.kstride = [2]int64{rstride[last], rsize[last]}
+	// The walks' divisors (bc_div): a segment's packs for the 16-byte
+	// walk (fmagic[0], fshift[0]), its elements for the other
+	// (fmagic[1], fshift[1]).
 	if np := int64(16 / desc.DType.Size()); rsize[last]%np == 0 {
-		// The 16-byte walk's divisor (fmagic[0], fshift[0]): a segment's
-		// packs.
 		L.flat.magic[0], L.flat.shift[0] = divMagic(rsize[last] / np)
 	}
+	L.flat.magic[1], L.flat.shift[1] = divMagic(rsize[last])
 	if desc.Op.hasStats() {
 		// The tiles' partials, then for max and min flatSlots positions
 		// of elements equal to y per tile (reduce_seg).

@@ -3,7 +3,6 @@ package ops
 import (
 	"errors"
 	"math"
-	"math/bits"
 	"slices"
 	"strings"
 	"testing"
@@ -302,13 +301,7 @@ func segOffsets(L *reduceLayout, vec bool, n int64) [][]int64 {
 		if vec {
 			bp := L.kstride[1] / n
 			for p := j0 / n; p < (j0+ln)/n; p++ {
-				// p / bp as the kernel divides (bc_div with the layout's
-				// fmagic[0] and fshift[0]).
-				u := uint64(p)
-				if L.flat.magic[0] != 0 {
-					u, _ = bits.Mul64(u, L.flat.magic[0])
-				}
-				q := int64(u >> L.flat.shift[0])
+				q := bcDivModel(p, L.flat.magic[0], L.flat.shift[0]) // p / bp
 				for e := int64(0); e < n; e++ {
 					out[c][p*n+e] = ko + outer(q) + (p-q*bp)*n + e
 				}
@@ -316,7 +309,7 @@ func segOffsets(L *reduceLayout, vec bool, n int64) [][]int64 {
 			continue
 		}
 		for j := j0; j < j0+ln; j++ {
-			q := j / L.kstride[1]
+			q := bcDivModel(j, L.flat.magic[1], L.flat.shift[1]) // j / L.kstride[1]
 			out[c][j] = ko + outer(q) + (j-q*L.kstride[1])*L.kstride[0]
 		}
 	}

@@ -98,7 +98,7 @@ type reduceLayout struct {
 type reduceFlat struct {
 	packs int64     // 16-byte packs of x and dx
 	ip    int64     // I/N packs across the inner dims, 0 when I == 1, -I when I divides N (rows of I slices)
-	magic [2]uint64 // bc_div by the packs of one outer index, by fip (seg: [0] by a segment's packs)
+	magic [2]uint64 // bc_div by the packs of one outer index, by fip (seg: by a segment's packs, by its elements)
 	shift [2]int32
 }
 
