@@ -64,5 +64,6 @@
 #include "reduce_flat_fix.cuh"
 #include "reduce_kernels.cuh"
 #include "reduce_seg.cuh"
+#include "reduce_segs.cuh"
 #include "reduce_short.cuh"
 #include "reduce_inner.cuh"

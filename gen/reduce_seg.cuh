@@ -22,6 +22,10 @@
 //   (bc_div); fmagic[1] and fshift[1] divide by its elements (the walk
 //   element by element);
 //   phase: RED_PHASE_SEG_STATS for the statistics pass, else the apply pass.
+// The ops without statistics take a packed walk instead where the slices
+// are one kept group between reduced ones (x seen as [R, C, S], S the
+// segment length, at least a pack but no multiple of one) and x and dx
+// allow 16-byte packs over the whole tensor: vec 2, red_seg_flat.
 // Ops with statistics launch it twice: the statistics pass writes each
 // tile's partial statistics to ws[t] (and the provisional dx of max, min
 // and prod), the apply pass combines a slice's partials in an order fixed
@@ -161,6 +165,46 @@ __device__ __forceinline__ RedAcc<M> red_seg_slice_total(const RedAcc<M>* __rest
 	return t;
 }
 
+// red_ctx_pick is b ? kb : ka field by field (a select of whole structs
+// would keep both in local memory and pick an address).
+template <typename M> __device__ __forceinline__ RedCtx<M> red_ctx_pick(bool b, const RedCtx<M>& ka, const RedCtx<M>& kb) {
+	RedCtx<M> k;
+	k.p = b ? kb.p : ka.p;
+	k.q = b ? kb.q : ka.q;
+	k.mode = b ? kb.mode : ka.mode;
+	return k;
+}
+
+// red_seg_flat (vec 2): dx over the whole tensor in 16-byte packs, a pack
+// per thread (grid-stride), x seen as [R, C, S] with C = sdim[0] slices
+// and segments of S = kstride[1] >= N elements: element i is in slice
+// (i / S) mod C, so a pack lies in at most two adjacent slices (the second
+// from its position split on). fpacks: the tensor's packs; fmagic[1] and
+// fshift[1] divide by S, fmagic[0] and fshift[0] by C.
+template <typename T, typename Op>
+__device__ __forceinline__ void red_seg_flat(const T* __restrict__ x, const T* __restrict__ y,
+		const T* __restrict__ dy, T* __restrict__ dx, const ReduceLayout& L) {
+	typedef typename OpMath<T>::type M;
+	constexpr int N = Pack<T>::N;
+	const i64 S = L.kstride[1], C = L.sdim[0];
+	const RedAcc<M> assumed = Op::template assumed<M>();
+	for (i64 p = global_tid(); p < L.fpacks; p += grid_threads()) {
+		const i64 i0 = p * N;
+		const i64 s0 = bc_div(i0, L.fmagic[1], L.fshift[1]);  // i0's segment
+		const i64 c0 = s0 - bc_div(s0, L.fmagic[0], L.fshift[0]) * C;
+		const i64 c1 = c0 + 1 == C ? 0 : c0 + 1;
+		const i64 split = s0 * S + S - i0;  // elements of the pack in slice c0 (> 0)
+		const RedCtx<M> k0 = Op::template slice<M>(to_op(dy[c0]), Op::needs_y ? to_op(y[c0]) : M(0), assumed, L.scale, L.k);
+		RedCtx<M> k1 = k0;
+		if (split < N) k1 = Op::template slice<M>(to_op(dy[c1]), Op::needs_y ? to_op(y[c1]) : M(0), assumed, L.scale, L.k);
+		Pack<T> xv, out;
+		if (Op::needs_x) xv = load_pack(x + i0);
+#pragma unroll
+		for (int e = 0; e < N; ++e) out.v[e] = from_op<T>(Op::elem(red_ctx_pick(e >= split, k0, k1), Op::needs_x ? to_op(xv.v[e]) : M(0)));
+		store_pack(dx + i0, out);
+	}
+}
+
 template <typename T, typename Op>
 __device__ __forceinline__ void reduce_seg(const T* __restrict__ x, const T* __restrict__ y,
 		const T* __restrict__ dy, T* __restrict__ dx, void* __restrict__ wsv, const ReduceLayout& L) {
@@ -172,6 +216,10 @@ __device__ __forceinline__ void reduce_seg(const T* __restrict__ x, const T* __r
 	__shared__ RedAcc<A> sm[RED_BLOCK / 32];
 	const bool stats = L.phase == RED_PHASE_SEG_STATS;
 	if (stats && !Op::stats) return;
+	if (!Op::stats && L.vec == 2) {
+		red_seg_flat<T, Op>(x, y, dy, dx, L);
+		return;
+	}
 	// Max and min (Op::mend_mask) record the positions of up to SL
 	// elements equal to y per tile in slots, after the tiles' partials
 	// (ws[t]): a tile with at most SL of them is mended at those alone.

@@ -59,6 +59,7 @@ var (
 	redMomentOps = []string{"var", "std"}
 	redFlatOps   = []string{"sum", "mean", "max", "min", "prod", "norm2", "logsumexp", "var", "std"}
 	redFixOps    = []string{"max", "min", "prod"}
+	redSegsOps   = []string{"max", "min", "var", "std"}
 )
 
 var reduceFamily = Family{
@@ -121,6 +122,10 @@ var reduceFamily = Family{
 		// blocks, one cluster per slice, which keep x in shared memory
 		// (compute capability 9.0, its own build).
 		{Name: "segc", Template: "reduce_segc", MinMajor: 9, Cluster: redSegCluster, Ops: redMomentOps},
+		// segs: var, std, max and min over [R, C, S] with short segments
+		// (reduce_segs.cuh): a block per tile of adjacent slices, its rows
+		// in shared memory, one block an SM.
+		{Name: "segs", Template: "reduce_segs", MinBlocks: 1, Ops: redSegsOps},
 		// short: a single axis of at most 16 positions over many slices
 		// on dense operands (reduce_short.cuh): a thread per slice, or per
 		// vector of adjacent slices along an outer axis; every op. Two

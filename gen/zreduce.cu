@@ -164,6 +164,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_f32_strip(con
 extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_max_f32_seg(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<float, RedMaxMin>(x, y, dy, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_f32_segs(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_segs<float, RedMaxMin>(x, y, dy, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_max_f32_short(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_short<float, RedMaxMin>(x, y, dy, dx, ws, L);
 }
@@ -193,6 +196,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_f16_strip(con
 }
 extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_max_f16_seg(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<__half, RedMaxMin>(x, y, dy, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_f16_segs(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_segs<__half, RedMaxMin>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_max_f16_short(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_short<__half, RedMaxMin>(x, y, dy, dx, ws, L);
@@ -224,6 +230,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_bf16_strip(co
 extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_max_bf16_seg(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_bf16_segs(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_segs<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_max_bf16_short(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_short<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
 }
@@ -254,6 +263,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_f64_strip(con
 extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_max_f64_seg(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<double, RedMaxMin>(x, y, dy, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_f64_segs(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_segs<double, RedMaxMin>(x, y, dy, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_max_f64_short(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_short<double, RedMaxMin>(x, y, dy, dx, ws, L);
 }
@@ -280,6 +292,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_f32_strip(con
 }
 extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_min_f32_seg(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<float, RedMaxMin>(x, y, dy, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_f32_segs(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_segs<float, RedMaxMin>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_min_f32_short(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_short<float, RedMaxMin>(x, y, dy, dx, ws, L);
@@ -311,6 +326,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_f16_strip(con
 extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_min_f16_seg(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<__half, RedMaxMin>(x, y, dy, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_f16_segs(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_segs<__half, RedMaxMin>(x, y, dy, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_min_f16_short(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_short<__half, RedMaxMin>(x, y, dy, dx, ws, L);
 }
@@ -341,6 +359,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_bf16_strip(co
 extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_min_bf16_seg(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_bf16_segs(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_segs<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_min_bf16_short(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_short<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
 }
@@ -370,6 +391,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_f64_strip(con
 }
 extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_min_f64_seg(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<double, RedMaxMin>(x, y, dy, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_f64_segs(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_segs<double, RedMaxMin>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_min_f64_short(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_short<double, RedMaxMin>(x, y, dy, dx, ws, L);
@@ -653,6 +677,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_f32_strip(con
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_f32_seg(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<float, RedVar>(x, y, dy, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_f32_segs(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_segs<float, RedVar>(x, y, dy, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_var_f32_short(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_short<float, RedVar>(x, y, dy, dx, ws, L);
 }
@@ -682,6 +709,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_f16_strip(con
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_f16_seg(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<__half, RedVar>(x, y, dy, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_f16_segs(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_segs<__half, RedVar>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_var_f16_short(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_short<__half, RedVar>(x, y, dy, dx, ws, L);
@@ -713,6 +743,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_bf16_strip(co
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_bf16_seg(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<__nv_bfloat16, RedVar>(x, y, dy, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_bf16_segs(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_segs<__nv_bfloat16, RedVar>(x, y, dy, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_var_bf16_short(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_short<__nv_bfloat16, RedVar>(x, y, dy, dx, ws, L);
 }
@@ -743,6 +776,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_f64_strip(con
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_f64_seg(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<double, RedVar>(x, y, dy, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_f64_segs(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_segs<double, RedVar>(x, y, dy, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_var_f64_short(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_short<double, RedVar>(x, y, dy, dx, ws, L);
 }
@@ -769,6 +805,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_f32_strip(con
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_f32_seg(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<float, RedStd>(x, y, dy, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_f32_segs(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_segs<float, RedStd>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_std_f32_short(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy, float* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_short<float, RedStd>(x, y, dy, dx, ws, L);
@@ -800,6 +839,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_f16_strip(con
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_f16_seg(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<__half, RedStd>(x, y, dy, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_f16_segs(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_segs<__half, RedStd>(x, y, dy, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_std_f16_short(const __half* __restrict__ x, const __half* __restrict__ y, const __half* __restrict__ dy, __half* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_short<__half, RedStd>(x, y, dy, dx, ws, L);
 }
@@ -830,6 +872,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_bf16_strip(co
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_bf16_seg(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<__nv_bfloat16, RedStd>(x, y, dy, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_bf16_segs(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_segs<__nv_bfloat16, RedStd>(x, y, dy, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_std_bf16_short(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_short<__nv_bfloat16, RedStd>(x, y, dy, dx, ws, L);
 }
@@ -859,6 +904,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_f64_strip(con
 }
 extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_f64_seg(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<double, RedStd>(x, y, dy, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_f64_segs(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_segs<double, RedStd>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_std_f64_short(const double* __restrict__ x, const double* __restrict__ y, const double* __restrict__ dy, double* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_short<double, RedStd>(x, y, dy, dx, ws, L);

@@ -63,6 +63,9 @@ extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_max_bf16_strip(co
 extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_max_bf16_seg(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_max_bf16_segs(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_segs<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_max_bf16_short(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_short<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
 }
@@ -92,6 +95,9 @@ extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_min_bf16_strip(co
 }
 extern "C" __global__ void __launch_bounds__(256, 4) reduce_bw_min_bf16_seg(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_min_bf16_segs(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_segs<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_min_bf16_short(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_short<__nv_bfloat16, RedMaxMin>(x, y, dy, dx, ws, L);
@@ -189,6 +195,9 @@ extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_var_bf16_strip(co
 extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_var_bf16_seg(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<__nv_bfloat16, RedVar>(x, y, dy, dx, ws, L);
 }
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_var_bf16_segs(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_segs<__nv_bfloat16, RedVar>(x, y, dy, dx, ws, L);
+}
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_var_bf16_short(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_short<__nv_bfloat16, RedVar>(x, y, dy, dx, ws, L);
 }
@@ -218,6 +227,9 @@ extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_std_bf16_strip(co
 }
 extern "C" __global__ void __launch_bounds__(256, 3) reduce_bw_std_bf16_seg(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_seg<__nv_bfloat16, RedStd>(x, y, dy, dx, ws, L);
+}
+extern "C" __global__ void __launch_bounds__(256, 1) reduce_bw_std_bf16_segs(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
+	reduce_segs<__nv_bfloat16, RedStd>(x, y, dy, dx, ws, L);
 }
 extern "C" __global__ void __launch_bounds__(256, 2) reduce_bw_std_bf16_short(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y, const __nv_bfloat16* __restrict__ dy, __nv_bfloat16* __restrict__ dx, void* __restrict__ ws, ReduceLayout L) {
 	reduce_short<__nv_bfloat16, RedStd>(x, y, dy, dx, ws, L);

@@ -420,7 +420,10 @@ func (p *ReduceBackward) Kernel() KernelInfo {
 	// which writes dx in its apply pass (Path "seg"), but "segc" where the
 	// plan has the clustered seg kernel (var and std whose slices fit a
 	// cluster's shared memory), the form Run takes on compute capability
-	// 9.0 and up where its blocks are at least as many as the GPU's SMs.
+	// 9.0 and up where its blocks are at least as many as the GPU's SMs;
+	// "segs" where the plan has the segs kernel (var, std, max and min
+	// over short segments, see reduceSegsEnv), which Run takes on aligned
+	// operands where the device gives a block its shared memory.
 	// "short" comes before all of these: a single axis of at most 16
 	// positions over at least 2^16 slices (any count under
 	// BARACUDA_REDUCE_SHORT=always), innermost or with an inner extent
@@ -437,6 +440,9 @@ func (p *ReduceBackward) Kernel() KernelInfo {
 		ref := m.segK
 		if m.segcK != nil {
 			ref = m.segcK
+		}
+		if m.segsK != nil {
+			ref = m.segsK
 		}
 		return KernelInfo{Name: ref.name, Family: "reduce", Op: p.id.op, DType: p.desc.DType, Backend: backend}
 	}

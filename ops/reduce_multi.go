@@ -49,6 +49,60 @@ type reduceMulti struct {
 	segcK   *kernelRef
 	segc    reduceLayout
 	segcAny bool // ... whatever the grid (reduceSegcEnv)
+	// Var, std, max and min over [R, C, S] with short segments: the segs
+	// kernel and its layout (nil where off; segsPlan).
+	segsK *kernelRef
+	segs  reduceLayout
+}
+
+// The segs kernel (reduce_segs, gen/reduce_segs.cuh): where x is [R, C, S]
+// (one kept group between reduced ones, the innermost reduced) with
+// segments of S elements, at least a 16-byte pack but no multiple of one
+// (a late layer's BatchNorm: S = 7*7), a block per G adjacent slices
+// (G*S*size a multiple of 16 bytes) keeps the tile's R rows in shared
+// memory: x read once in 16-byte packs, where the seg kernel walks such
+// segments element by element. Run takes it where x and dx are 16-byte
+// aligned and the device gives a block the rows' shared memory.
+//
+// reduceSegsEnv, read when a plan is made: "never" keeps plans off it. It
+// is a kernel developer's knob; users leave it unset.
+const reduceSegsEnv = "BARACUDA_REDUCE_SEGS"
+
+// shortSegs reports whether the seg layout L is x seen as [R, C, S] (one
+// kept group between reduced ones, the innermost reduced) with segments of
+// at least n elements but no multiple of n: the shapes of the segs kernel
+// and of the packed walk (segFlat) for packs of n elements.
+func shortSegs(L *reduceLayout, n int64) bool {
+	return L.srank == 1 && L.kstride[0] == 1 && L.cvec == 1 && L.kstride[1] >= n && L.kstride[1]%n != 0
+}
+
+// segsPlan sets up the segs kernel for a plan over several axes with the
+// seg layout L (see reduceSegsEnv), where the shape allows it.
+func (m *reduceMulti) segsPlan(id planID, desc ReduceDesc, L *reduceLayout) error {
+	op := desc.Op
+	size := int64(desc.DType.Size())
+	if !op.hasStats() || op == ReduceProd || knob(reduceSegsEnv) == "never" || !shortSegs(L, 16/size) {
+		return nil
+	}
+	S, C, R := L.kstride[1], L.sdim[0], L.sstride[1][0]
+	g := 16 / gcd64(S*size, 16)
+	packs := g * S * size / 16 // a row's
+	smem := R * packs * 16
+	// Rows that fit redStripSmem may still not fit beside the kernel's
+	// static shared memory: the loader then finds no resident block
+	// (smemBlocks 0) and segPolicy takes the segc or seg kernel.
+	if C%g != 0 || packs > redBlock || smem > redStripSmem {
+		return nil
+	}
+	name, ok := lookupKernel("reduce", op.String(), desc.DType, "segs")
+	if !ok {
+		return id.errorf(ErrUnsupported, "no segs kernel for %s %s", op, desc.DType)
+	}
+	m.segsK = newKernelRef("reduce", name)
+	m.segsK.smem, m.segsK.smemCap = int(smem), redStripSmem
+	m.segs = *L
+	m.segs.chunk, m.segs.group, m.segs.tiles = R, int32(g), C/g
+	return nil
 }
 
 // The clustered seg kernel (reduce_segc, compute capability 9.0, its own
@@ -222,14 +276,21 @@ func newReduceMulti(id planID, desc ReduceDesc, axes []int, numel int64) (*Reduc
 	// The walks' divisors (bc_div): a segment's packs for the 16-byte
 	// walk (fmagic[0], fshift[0]), its elements for the other
 	// (fmagic[1], fshift[1]).
+	// The packed walk (short segments, no 16-byte walk of the tiles)
+	// divides by the slices with fmagic[0] instead.
 	if np := int64(16 / desc.DType.Size()); rsize[last]%np == 0 {
 		L.flat.magic[0], L.flat.shift[0] = divMagic(rsize[last] / np)
+	} else if shortSegs(L, np) {
+		L.flat.magic[0], L.flat.shift[0] = divMagic(L.sdim[0])
 	}
 	L.flat.magic[1], L.flat.shift[1] = divMagic(rsize[last])
 	if desc.Op.hasStats() {
 		// The tiles' partials, then for max and min flatSlots positions
 		// of elements equal to y per tile (reduce_seg).
 		p.ws = (L.tiles*redAccSize(desc.DType)+15)&^15 + 8*flatSlots(desc.Op)*L.tiles
+	}
+	if err := m.segsPlan(id, desc, L); err != nil {
+		return nil, err
 	}
 	if mode := knob(reduceSegcEnv); stripOp(desc.Op) && mode != "never" {
 		size := int64(desc.DType.Size())

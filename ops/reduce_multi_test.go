@@ -424,3 +424,156 @@ func TestReduceAxesSegcPlan(t *testing.T) {
 		t.Fatalf("never: %v, %+v", err, p.multi)
 	}
 }
+
+// TestReduceAxesSegsPlan: var, std, max and min over [R, C, S] with short
+// segments take the segs kernel (tiles of G slices whose rows are whole
+// 16-byte packs, the rows in shared memory), and the tile's arithmetic
+// (a pack position's two slices, each slice's positions and halves)
+// covers every element of every slice once.
+func TestReduceAxesSegsPlan(t *testing.T) {
+	for _, c := range []struct {
+		op           ReduceOp
+		dt           dtype.DType
+		shape        []int
+		g, tiles, rs int64 // 0: no segs kernel
+	}{
+		{ReduceVar, dtype.BF16, []int{256, 2048, 7, 7}, 8, 256, 256},
+		{ReduceMax, dtype.F32, []int{256, 2048, 7, 7}, 4, 512, 256},
+		{ReduceStd, dtype.F64, []int{4, 6, 7, 7}, 2, 3, 4},
+		{ReduceMin, dtype.F16, []int{3, 16, 7, 7}, 8, 2, 3},
+		{ReduceVar, dtype.BF16, []int{2, 8, 14, 14}, 2, 4, 2},
+		{ReduceVar, dtype.BF16, []int{4, 6, 7, 7}, 0, 0, 0},      // 6 slices: no tiles of 8
+		{ReduceProd, dtype.F32, []int{256, 2048, 7, 7}, 0, 0, 0}, // prod keeps the seg kernel
+		{ReduceSum, dtype.F32, []int{256, 2048, 7, 7}, 0, 0, 0},  // no statistics
+		{ReduceVar, dtype.F32, []int{32, 256, 56, 56}, 0, 0, 0},  // segments of whole packs
+		{ReduceVar, dtype.BF16, []int{600, 64, 7, 7}, 0, 0, 0},   // 600 rows outgrow shared memory
+		{ReduceVar, dtype.BF16, []int{4, 16, 3, 1}, 0, 0, 0},     // segments under a pack
+	} {
+		p, err := NewReduceBackward(ReduceDesc{Op: c.op, DType: c.dt, Shape: c.shape, Axes: []int{0, 2, 3}, Correction: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := p.multi
+		if m == nil || m.inner != nil {
+			t.Fatalf("%s %v: no seg plan", c.op, c.shape)
+		}
+		if (m.segsK != nil) != (c.g > 0) {
+			t.Errorf("%s %s %v: segs kernel %v, want %v", c.op, c.dt, c.shape, m.segsK != nil, c.g > 0)
+			continue
+		}
+		if c.g == 0 {
+			continue
+		}
+		L := &m.segs
+		if int64(L.group) != c.g || L.tiles != c.tiles || L.chunk != c.rs || !strings.HasSuffix(p.Kernel().Name, "_segs") {
+			t.Errorf("%s %s %v: G %d tiles %d rows %d kernel %s, want %d %d %d", c.op, c.dt, c.shape, L.group, L.tiles, L.chunk,
+				p.Kernel().Name, c.g, c.tiles, c.rs)
+		}
+		n := int64(16 / c.dt.Size())
+		S, G := L.kstride[1], int64(L.group)
+		P := G * S / n
+		if G*S%n != 0 || int64(m.segsK.smem) != L.chunk*P*16 || m.segsK.smem > redStripSmem {
+			t.Errorf("%s %v: a row of %d elements, smem %d", c.op, c.shape, G*S, m.segsK.smem)
+		}
+		// The kernel's halves: position j's first na elements in slice
+		// ga, the rest in ga+1; slice g sums positions j0..j1, taking the
+		// half whose slice is g.
+		owner := make([]int64, G*S) // element of the row -> slices that counted it
+		for g := int64(0); g < G; g++ {
+			j0, j1 := g*S/n, (g*S+S-1)/n
+			for j := j0; j <= j1; j++ {
+				ga := j * n / S
+				na := min((ga+1)*S-j*n, n)
+				lo, hi := j*n, j*n+na
+				if ga != g {
+					lo, hi = j*n+na, j*n+n
+				}
+				for e := lo; e < hi; e++ {
+					if e/S != g {
+						t.Fatalf("%s %v: slice %d counts element %d of slice %d", c.op, c.shape, g, e, e/S)
+					}
+					owner[e]++
+				}
+			}
+		}
+		for e, k := range owner {
+			if k != 1 {
+				t.Fatalf("%s %v: element %d of a row counted %d times", c.op, c.shape, e, k)
+			}
+		}
+	}
+	t.Setenv(reduceSegsEnv, "never")
+	p, err := NewReduceBackward(ReduceDesc{Op: ReduceVar, DType: dtype.BF16, Shape: []int{256, 2048, 7, 7}, Axes: []int{0, 2, 3}})
+	if err != nil || p.multi.segsK != nil {
+		t.Fatalf("never: %v, segs %v", err, p.multi.segsK != nil)
+	}
+}
+
+// TestReduceAxesSegFlat: the ops without statistics take the packed walk
+// (red_seg_flat, L.vec 2) where x is [R, C, S] with segments of at least
+// a pack but no multiple of one, and the kernel's arithmetic (bc_div by S
+// and by C, the split at the next segment) puts every element of every
+// pack in its slice; the other plans keep the tiles' walks.
+func TestReduceAxesSegFlat(t *testing.T) {
+	for _, c := range []struct {
+		op    ReduceOp
+		dt    dtype.DType
+		shape []int
+		axes  []int
+		flat  bool
+	}{
+		{ReduceSum, dtype.BF16, []int{256, 2048, 7, 7}, []int{0, 2, 3}, true},
+		{ReduceMean, dtype.F32, []int{4, 6, 7, 7}, []int{0, 2, 3}, true},       // internal/conform: ReduceAxesCases
+		{ReduceNorm2, dtype.F16, []int{4, 5, 10, 3}, []int{0, 2, 3}, true},     // S = 30
+		{ReduceLogSumExp, dtype.F64, []int{2, 3, 5}, []int{0, 2}, true},        // S = 5, packs of 2
+		{ReduceSum, dtype.BF16, []int{4, 6, 5}, []int{0, 2}, false},            // S = 5, under a pack of 8
+		{ReduceSum, dtype.F32, []int{32, 256, 56, 56}, []int{0, 2, 3}, false},  // S a multiple of a pack
+		{ReduceVar, dtype.BF16, []int{256, 2048, 7, 7}, []int{0, 2, 3}, false}, // statistics
+		{ReduceSum, dtype.F32, []int{3, 5, 7}, []int{0, 2}, false},             // 105 elements: no whole packs
+		{ReduceSum, dtype.F32, []int{4, 3, 5, 7}, []int{0, 2}, false},          // two kept groups
+	} {
+		p, err := NewReduceBackward(ReduceDesc{Op: c.op, DType: c.dt, Shape: c.shape, Axes: c.axes})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.multi == nil || p.multi.inner != nil {
+			t.Fatalf("%s %v %v: no seg plan", c.op, c.shape, c.axes)
+		}
+		x := Tensor{DType: c.dt, Shape: p.shape}
+		k := Tensor{DType: c.dt, Shape: p.keep}
+		dev := factsH100
+		pl, err := p.segPolicy(&ReduceArgs{DY: k, X: x, Y: k, DX: x}, &dev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := pl.L.vec == 2; got != c.flat || (got && pl.n != 1) {
+			t.Errorf("%s %s %v over %v: packed walk %v (%d launches), want %v", c.op, c.dt, c.shape, c.axes, got, pl.n, c.flat)
+			continue
+		}
+		if !c.flat {
+			continue
+		}
+		L := &pl.L
+		n := int64(16 / c.dt.Size())
+		S, C := L.kstride[1], L.sdim[0]
+		if L.flat.packs*n != p.numel {
+			t.Fatalf("%s %v: %d packs of %d for %d elements", c.op, c.shape, L.flat.packs, n, p.numel)
+		}
+		for q := int64(0); q < L.flat.packs; q++ {
+			i0 := q * n
+			s0 := bcDivModel(i0, L.flat.magic[1], L.flat.shift[1])
+			c0 := s0 - bcDivModel(s0, L.flat.magic[0], L.flat.shift[0])*C
+			c1 := (c0 + 1) % C
+			split := s0*S + S - i0
+			for e := int64(0); e < n; e++ {
+				got := c0
+				if e >= split {
+					got = c1
+				}
+				if want := ((i0 + e) / S) % C; got != want {
+					t.Fatalf("%s %v: element %d in slice %d, want %d", c.op, c.shape, i0+e, got, want)
+				}
+			}
+		}
+	}
+}

@@ -231,7 +231,9 @@ func (p *ReduceBackward) flatStatsPlan(pl *reduceLaunchPlan, kf kernelFacts, dev
 // always), the device has its build (9.0) and gives a block its shared
 // memory, one launch; else the seg kernel, its statistics pass first for
 // var and std, a grid of at most the resident blocks. Both take 16-byte
-// accesses (L.vec) where x and dx allow them.
+// accesses (L.vec) where x and dx allow them; the ops without statistics
+// take the packed walk over the whole tensor (L.vec 2) where segFlat
+// allows it.
 func (p *ReduceBackward) segPolicy(a *ReduceArgs, dev *DeviceFacts) (pl reduceLaunchPlan, err error) {
 	m := p.multi
 	n := int64(16 / p.desc.DType.Size())
@@ -240,16 +242,16 @@ func (p *ReduceBackward) segPolicy(a *ReduceArgs, dev *DeviceFacts) (pl reduceLa
 	if m.seg.kstride[0] == 1 && m.seg.kstride[1]%n == 0 && aligned {
 		vec = 1
 	}
-	if m.segcK != nil && (m.segcAny || m.segc.tiles >= int64(dev.SMs)) {
-		kf, err := dev.kernel(m.segcK)
-		if err != nil {
+	if m.segsK != nil && aligned { // the segs ops read x, so aligned covers it
+		if ok, err := pl.smemLaunch(dev, m.segsK, m.segs); ok || err != nil {
 			return pl, err
 		}
-		if kf.built && kf.smemBlocks > 0 {
-			pl.L = m.segc
-			pl.L.vec = vec
-			pl.launch(m.segcK, pl.L.tiles, int64(m.segcK.smem))
-			return pl, nil
+	}
+	if m.segcK != nil && (m.segcAny || m.segc.tiles >= int64(dev.SMs)) {
+		L := m.segc
+		L.vec = vec
+		if ok, err := pl.smemLaunch(dev, m.segcK, L); ok || err != nil {
+			return pl, err
 		}
 	}
 	kf, err := dev.need(m.segK)
@@ -258,6 +260,13 @@ func (p *ReduceBackward) segPolicy(a *ReduceArgs, dev *DeviceFacts) (pl reduceLa
 	}
 	pl.L = m.seg
 	pl.L.vec = vec
+	if p.segFlat(n, aligned) {
+		// The packed walk (red_seg_flat): x as [R, C, S], a pack a thread.
+		pl.L.vec = 2
+		pl.L.flat.packs = p.numel / n
+		pl.launch(m.segK, min(int64(gridCover(pl.L.flat.packs, redBlock)), int64(kf.sms*kf.blocks)), 0)
+		return pl, nil
+	}
 	grid := max(min(pl.L.tiles, int64(kf.sms*kf.blocks), maxGridX), 1)
 	if p.desc.Op.hasStats() {
 		pl.L.phase = redPhaseSegStats
@@ -266,6 +275,29 @@ func (p *ReduceBackward) segPolicy(a *ReduceArgs, dev *DeviceFacts) (pl reduceLa
 	}
 	pl.launch(m.segK, grid, 0)
 	return pl, nil
+}
+
+// smemLaunch plans one launch of k, a block a tile of L with k's dynamic
+// shared memory, and reports true where the device has k's build and
+// gives a block that memory (else pl is unchanged).
+func (pl *reduceLaunchPlan) smemLaunch(dev *DeviceFacts, k *kernelRef, L reduceLayout) (bool, error) {
+	kf, err := dev.kernel(k)
+	if err != nil || !kf.built || kf.smemBlocks == 0 {
+		return false, err
+	}
+	pl.L = L
+	pl.launch(k, L.tiles, int64(k.smem))
+	return true, nil
+}
+
+// segFlat reports whether a seg plan takes the packed walk (red_seg_flat)
+// with packs of n elements: an op without statistics; one kept group
+// between reduced ones, the innermost reduced (x as [R, C, S]); segments
+// of at least a pack but no multiple of one (a multiple takes the 16-byte
+// walk of the tiles); the tensor a whole number of packs; x (where the op
+// reads it) and dx 16-byte aligned.
+func (p *ReduceBackward) segFlat(n int64, aligned bool) bool {
+	return !p.desc.Op.hasStats() && shortSegs(&p.multi.seg, n) && p.numel%n == 0 && aligned
 }
 
 // reduceGrid is the grid of a launch of L (L.blocks) by a kernel with facts

@@ -75,6 +75,8 @@ func ReduceAxesCases(quick bool) []ReduceAxesCase {
 	seg := []sa{
 		{[]int{4, 16, 28, 28}, []int{0, 2, 3}}, // the bench's [32, 256, 56, 56] scaled down
 		{[]int{3, 5, 33}, []int{0, -1}},        // segments of 33: no packs
+		{[]int{4, 6, 7, 7}, []int{0, 2, 3}},    // segments of 49: the packed walk of sum, mean, norm2, logsumexp
+		{[]int{3, 16, 7, 7}, []int{0, 2, 3}},   // and the segs kernel of var, std, max, min in every dtype
 		{[]int{2, 3, 4, 5}, []int{0, 2}},       // innermost dim kept: strided segments
 		{[]int{5, 7, 1025}, []int{2, 0}},
 		{[]int{2, 3, 2, 3, 2}, []int{0, 2, 4}},
@@ -99,7 +101,7 @@ func ReduceAxesCases(quick bool) []ReduceAxesCase {
 		{[]int{2, 0, 4}, []int{1, 2}},
 	}
 	if quick {
-		seg = []sa{{[]int{4, 16, 28, 28}, []int{0, 2, 3}}, {[]int{3, 5, 33}, []int{0, -1}}, {[]int{2, 3, 4, 5}, []int{0, 2}},
+		seg = []sa{{[]int{4, 16, 28, 28}, []int{0, 2, 3}}, {[]int{3, 5, 33}, []int{0, -1}}, {[]int{4, 6, 7, 7}, []int{0, 2, 3}}, {[]int{3, 16, 7, 7}, []int{0, 2, 3}}, {[]int{2, 3, 4, 5}, []int{0, 2}},
 			{[]int{2, 3, 2, 3, 2}, []int{0, 2, 4}}, {[]int{64, 2, 3000}, []int{0, 2}}}
 		single = []sa{{[]int{4, 8, 16, 16}, []int{-2, -1}}, {[]int{3, 4, 5}, []int{2, 1}}, {[]int{7, 3, 1, 4}, []int{1, 2}}}
 	}
