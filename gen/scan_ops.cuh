@@ -6,13 +6,12 @@
 #include "common.cuh"
 // SCAN_THREADS, SCAN_WARPS, SCAN_COUNTER (the workspace's first bytes, the
 // ticket counter and room to keep what follows 16-byte aligned),
-// SCAN_PAIR_ITEMS, SCAN_STRIP_W, SCAN_STRIP_THREADS, SCAN_STRIP_DEPTH: the
-// constants shared with the Go launchers, from the spec (gen/spec_consts.go).
+// SCAN_PAIR_ITEMS, SCAN_STRIP_W, SCAN_STRIP_THREADS, SCAN_STRIP_DEPTH and
+// the kernels' phases (SCAN_MAIN, SCAN_FWD_TILES, ...): the constants
+// shared with the Go launchers, from the spec (gen/spec_consts.go).
 #include "zconsts.cuh"
 
 #define SCAN_SRANK (BC_MAX_RANK - 1)
-
-enum { SCAN_MAIN = 0, SCAN_FWD_TILES = 1, SCAN_FWD_PREFIX = 2, SCAN_EXT_FIX = 4 };
 
 // ScanLayout, the kernels' last parameter: from the spec (gen/spec_layouts.go).
 #include "zlayouts.cuh"

@@ -1,6 +1,7 @@
 #pragma once
 // The row mapping: scan_backward_row.
 #include "scan_fwd.cuh"
+#include "scan_carry.cuh"
 
 // ---- row mapping ---------------------------------------------------------
 
@@ -37,9 +38,10 @@ template <typename Op> struct RowAhead {
 
 // row_ahead asks L2 for the thread's run (from element k0 of tile q) in
 // the slice's tile SCAN_ROW_AHEAD later in carry order, in every array
-// the op loads (dy, then x and y where the op reads them). A prefetch is
-// a hint: every address is an element of its operand.
-template <typename Op, typename T>
+// the launch loads (dy, then x and y where it reads them: Op::needs_y,
+// and Op::needs_x, or with Carry (the tallrow kernel) carry_reads_x). A
+// prefetch is a hint: every address is an element of its operand.
+template <typename Op, bool Carry = false, typename T>
 __device__ __forceinline__ void row_ahead(const T* __restrict__ dy, const T* __restrict__ x,
 		const T* __restrict__ y, const ScanLayout& L, const i64 (&off)[4], i64 q, i64 k0, i64 tile) {
 	const bool rev = L.reverse != 0;
@@ -47,7 +49,7 @@ __device__ __forceinline__ void row_ahead(const T* __restrict__ dy, const T* __r
 	const i64 ka = k0 + (qa - q) * tile;
 	if (qa < 0 || qa >= L.chunks || ka >= L.n) return;
 	asm volatile("prefetch.global.L2 [%0];" ::"l"(dy + off[0] + ka * L.astride[0]));
-	if (Op::needs_x) asm volatile("prefetch.global.L2 [%0];" ::"l"(x + off[1] + ka * L.astride[1]));
+	if (Carry ? carry_reads_x<Op>(L) : Op::needs_x) asm volatile("prefetch.global.L2 [%0];" ::"l"(x + off[1] + ka * L.astride[1]));
 	if (Op::needs_y) asm volatile("prefetch.global.L2 [%0];" ::"l"(y + off[2] + ka * L.astride[2]));
 }
 

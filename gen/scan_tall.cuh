@@ -39,6 +39,7 @@
 // tile in memory order), and the f64 flags at [c * units + a*rounds + r],
 // one per tile, batch and round (the warp serving a round's columns).
 #include "scan_fwd.cuh"
+#include "scan_carry.cuh"
 
 // tall_load moves E elements of a tile from p into its shared memory
 // image sm (element e at run e / S, offset e % S); vec: p is 16-byte
@@ -166,13 +167,19 @@ __device__ __forceinline__ void tall_fill(unsigned char* __restrict__ ws, const 
 // takes tiles in carry order from the ticket counter (t = c * A + a),
 // after the fill blocks where the op has no forward-state passes (ready:
 // every fill block was done when the ticket was taken). Returns false
-// for a fill block, which has nothing else to do.
-template <typename Op>
+// for a fill block, which has nothing else to do. With Carry (the tallrow
+// kernel), the carry passes' launches take their tiles by index
+// (scan_carry_tile).
+template <typename Op, bool Carry = false>
 __device__ __forceinline__ bool tall_tile(unsigned char* ws, const ScanLayout& L, i64 A, i64& c, i64& q, i64& a,
 		bool& ready) {
 	if (L.phase == SCAN_FWD_TILES || L.chunks <= 1) {
 		q = (i64)blockIdx.x / A;
 		a = (i64)blockIdx.x - q * A;
+		return true;
+	}
+	if (Carry && L.phase != SCAN_MAIN) {
+		scan_carry_tile(L, A, c, q, a);
 		return true;
 	}
 	i64 t;

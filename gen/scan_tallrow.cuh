@@ -81,6 +81,10 @@ __device__ __forceinline__ void scan_backward_tallrow(const T* __restrict__ dy, 
 		scan_fwd_prefix<T, Op>(ws, L);
 		return;
 	}
+	if (L.phase == SCAN_CARRY_PREFIX) {
+		scan_carry_prefix<T, Op>(ws, L);
+		return;
+	}
 	if (L.phase == SCAN_FWD_TILES && !Op::fwd) return;
 	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
 	const bool rev = L.reverse != 0;
@@ -88,7 +92,7 @@ __device__ __forceinline__ void scan_backward_tallrow(const T* __restrict__ dy, 
 	const bool chunked = L.chunks > 1;
 	i64 c = 0, q, a;
 	bool ready = true;
-	if (!tall_tile<Op>(ws, L, A, c, q, a, ready)) return;
+	if (!tall_tile<Op, true>(ws, L, A, c, q, a, ready)) return;
 	const i64 rows = (i64)SCAN_THREADS * R;
 	const i64 tk0 = q * rows;
 	const i64 tk1 = tk0 + rows < L.n ? tk0 + rows : L.n;
@@ -127,7 +131,7 @@ __device__ __forceinline__ void scan_backward_tallrow(const T* __restrict__ dy, 
 	// The run of the tile SCAN_ROW_AHEAD later in carry order into L2, as
 	// the row kernel asks for it (RowAhead; the axis stride is K).
 	const i64 off[4] = {bat(0), bat(1), bat(2), bat(3)};
-	if (RowAhead<Op>::fetch && !RowAhead<Op>::late && chunked && cnt > 0) row_ahead<Op>(dy, x, y, L, off, q, k0, rows);
+	if (RowAhead<Op>::fetch && !RowAhead<Op>::late && chunked && cnt > 0) row_ahead<Op, true>(dy, x, y, L, off, q, k0, rows);
 	// Every load of the run first (y before it, then the operands), then
 	// the conversions. y before the run in scan order is row kb of each
 	// column, 0 at the slice's start (1 for a direct op, its c there), as
@@ -139,9 +143,16 @@ __device__ __forceinline__ void scan_backward_tallrow(const T* __restrict__ dy, 
 	for (int j = 0; j < K; ++j) rb[j] = hasb ? scan_ld(y + bat(2) + kb * K + j) : scan_bits0<T>();
 	T rg[E], rx[E], ry[E];
 	tallrow_fetch<T, E>(dy + bat(0) + k0 * K, cnt, vec, rg);
-	if (Op::needs_x) tallrow_fetch<T, E>(x + bat(1) + k0 * K, cnt, vec, rx);
+	if (Op::needs_x) {
+		if (carry_reads_x<Op>(L)) {
+			tallrow_fetch<T, E>(x + bat(1) + k0 * K, cnt, vec, rx);
+		} else {
+#pragma unroll
+			for (int i = 0; i < E; ++i) rx[i] = scan_bits0<T>();
+		}
+	}
 	if (Op::needs_y) tallrow_fetch<T, E>(y + bat(2) + k0 * K, cnt, vec, ry);
-	if (RowAhead<Op>::fetch && RowAhead<Op>::late && chunked && cnt > 0) row_ahead<Op>(dy, x, y, L, off, q, k0, rows);
+	if (RowAhead<Op>::fetch && RowAhead<Op>::late && chunked && cnt > 0) row_ahead<Op, true>(dy, x, y, L, off, q, k0, rows);
 	bool fast[K];
 #pragma unroll
 	for (int j = 0; j < K; ++j) {
@@ -206,10 +217,10 @@ __device__ __forceinline__ void scan_backward_tallrow(const T* __restrict__ dy, 
 		}
 		const Aff<M> tot = TallTileMap<T, Op>::template of<M>(
 				SCAN_WARPS, [&](int i) { return s_aff[gl][rev ? i : SCAN_WARPS - 1 - i]; }, yfrom, yto);
-		scan_ws_wait(ws, L, ready);
-		const M vin = lookback<Op, M, G>(ws, L, c, a, a * K + gl, true, tot);
+		const M vin = scan_carry<Op, M, G>(ws, L, c, a, a * K + gl, true, tot, ready);
 		if ((lane & (G - 1)) == 0) s_vin[gl] = vin;
 	}
+	if (L.phase == SCAN_CARRY_MAPS) return;
 	__syncthreads();
 	M out[E];
 #pragma unroll

@@ -165,7 +165,7 @@ var layouts = []Layout{
 			{Type: "i64", C: "units", Go: "units", Comment: "look-back units: slices (row) or 32-slice groups (col); short: staged slice stride"},
 			{Type: "int", C: "srank", Go: "srank", Comment: "merged slice dims, 0..SCAN_SRANK"},
 			{Type: "int", C: "reverse", Go: "reverse", Comment: "the forward scan ran from the end of the axis"},
-			{Type: "int", C: "phase", Go: "phase", Comment: "SCAN_MAIN, SCAN_FWD_TILES, SCAN_FWD_PREFIX or SCAN_EXT_FIX"},
+			{Type: "int", C: "phase", Go: "phase", Comment: "the kernel's phase: SCAN_MAIN, SCAN_FWD_TILES, ... (gen/spec_consts.go)"},
 			{Type: "int", C: "split", Go: "split", Comment: "row: threads per slice; col: warps along the axis; short: slices a thread"},
 			{Type: "int", C: "items", Go: "items", Comment: "col: elements per thread per tile (row: ScanItems::row); short: run length"},
 			{Type: "int", C: "vec", Go: "vec", Comment: "row: every operand has unit stride along the axis; short: the form"},

@@ -115,5 +115,26 @@
 // SCAN_COUNTER: the scan workspace's first bytes: the ticket counter and room to keep what follows 16-byte aligned.
 #define SCAN_COUNTER 16
 
+// SCAN_MAIN: scan phase: the main launch, tiles chained through the look-back (the ext order's too).
+#define SCAN_MAIN 0
+
+// SCAN_FWD_TILES: scan phase: each tile's forward aggregate (row and tall mappings, ops with a forward state).
+#define SCAN_FWD_TILES 1
+
+// SCAN_FWD_PREFIX: scan phase: the forward aggregates into exclusive prefixes per slice.
+#define SCAN_FWD_PREFIX 2
+
+// SCAN_EXT_FIX: scan phase: the ext order's fix pass as a launch of its own (f64).
+#define SCAN_EXT_FIX 4
+
+// SCAN_CARRY_MAPS: scan phase: each tile's map to the workspace, no dx (the carry passes of gen/scan_carry.cuh).
+#define SCAN_CARRY_MAPS 8
+
+// SCAN_CARRY_PREFIX: scan phase: a block per slice turns its tiles' maps into the carry into each.
+#define SCAN_CARRY_PREFIX 16
+
+// SCAN_CARRY_APPLY: scan phase: the main launch with each tile's carry read from the workspace.
+#define SCAN_CARRY_APPLY 32
+
 // LP_ROW_BYTES: sizeof(LpRow), the LP pool tiles' record of an input row in shared memory (its x, dx, y and dy rows and window bounds).
 #define LP_ROW_BYTES 48

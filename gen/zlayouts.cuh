@@ -198,7 +198,7 @@ struct ScanLayout {
 	i64 units;                                   // look-back units: slices (row) or 32-slice groups (col); short: staged slice stride
 	int srank;                                   // merged slice dims, 0..SCAN_SRANK
 	int reverse;                                 // the forward scan ran from the end of the axis
-	int phase;                                   // SCAN_MAIN, SCAN_FWD_TILES, SCAN_FWD_PREFIX or SCAN_EXT_FIX
+	int phase;                                   // the kernel's phase: SCAN_MAIN, SCAN_FWD_TILES, ... (gen/spec_consts.go)
 	int split;                                   // row: threads per slice; col: warps along the axis; short: slices a thread
 	int items;                                   // col: elements per thread per tile (row: ScanItems::row); short: run length
 	int vec;                                     // row: every operand has unit stride along the axis; short: the form

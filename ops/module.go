@@ -263,7 +263,7 @@ func preload(ctx *driver.Context, refs ...*kernelRef) {
 }
 
 // maxSteps bounds the launches and memsets of one Run of a plan.
-const maxSteps = 4
+const maxSteps = 5
 
 // launchStep is a step of a Run's launch plan: a kernel launch, or a
 // memset where kernel is nil.

@@ -230,6 +230,9 @@ type ScanBackward struct {
 	// kernel where it is set, else the col kernel.
 	trowK *kernelRef
 	trowG *scanGeom
+	// carryEnv is scanCarryEnv's value, for scanCarryWanted: whether a
+	// chunked tallrow launch takes the carry passes.
+	carryEnv string
 }
 
 // NewScanBackward validates desc and returns a plan for it. The error wraps
@@ -312,6 +315,7 @@ func NewScanBackward(desc ScanDesc) (*ScanBackward, error) {
 		p.newTall()
 		p.newTallRow()
 	}
+	p.carryEnv = knob(scanCarryEnv)
 	return p, nil
 }
 

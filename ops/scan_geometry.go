@@ -285,7 +285,13 @@ func (g *scanGeom) addFillers(op ScanOp) {
 // passes before the main launch, the first of which fills the look-back
 // slots and resets the ticket counter (gen/scan_fwd.cuh, scan_fill_slots).
 func (g *scanGeom) passes(op ScanOp) bool {
-	return g.chunks > 1 && (g.row || g.tall) && op.forwardState()
+	return g.rowChunked() && op.forwardState()
+}
+
+// rowChunked: a row or tall geometry whose slices are cut into tiles (the
+// launches that take the forward-state passes, or the carry passes).
+func (g *scanGeom) rowChunked() bool {
+	return g.chunks > 1 && (g.row || g.tall)
 }
 
 // lazyFwd: the forward state is computed in the main launch, where dx

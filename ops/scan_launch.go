@@ -52,17 +52,6 @@ func stripFills(blocks int64, sms, per int) bool {
 	return blocks <= slots && 4*blocks >= 3*slots
 }
 
-// Kernel phases (SCAN_MAIN, SCAN_FWD_TILES, SCAN_FWD_PREFIX,
-// SCAN_EXT_FIX, the last for f64 only). The ext order's main launch is
-// SCAN_MAIN: the col kernel knows the order from the op and the tile
-// count, and a block whose ticket comes after every tile's from it.
-const (
-	scanMain      = 0
-	scanFwdTiles  = 1
-	scanFwdPrefix = 2
-	scanExtFix    = 4
-)
-
 // setGeom sets L's geometry fields from g (the strides are the args').
 func (L *scanLayout) setGeom(g *scanGeom) {
 	L.n, L.nslices, L.chunks, L.units = g.n, g.nslices, g.chunks, g.units

@@ -43,7 +43,7 @@ func (pl *scanLaunchPlan) add(k *kernelRef, phase int32, grid int64, block, smem
 //	                                                               outer form, by layout) where
 //	                                                               its shared memory fits,
 //	                                                               else direct
-//	tallrow     tallLayout              tallrow built              tallrow, chunked
+//	tallrow     tallLayout              tallrow built              tallrow, tiled
 //	tall        tallLayout              tall built                 tall, chunked
 //	colstrip    stripLayout, strips >=  colstrip built (8.0), its  colstrip, one launch
 //	            3/4 of the SMs          shared memory fits, one
@@ -52,8 +52,10 @@ func (pl *scanLaunchPlan) add(k *kernelRef, phase int32, grid int64, block, smem
 //	row or col  any                     -                          the plan's kernel, chunked
 //
 // The plan's fields come from the descriptor and the knobs, read when it
-// is made (NewScanBackward: short, tallrow, tall, strip and pair; stripAll lifts
-// the one-wave condition). "Chunked" is scanChunked's sequence.
+// is made (NewScanBackward: short, tallrow, tall, strip, pair and carry;
+// stripAll lifts the one-wave condition). "Chunked" is scanChunked's
+// sequence; "tiled" is scanTiles': the carry passes where the plan takes
+// them and the slices are cut into tiles, else chunked.
 func (p *ScanBackward) scanPolicy(a *ScanArgs, L *scanLayout, dev *DeviceFacts) (pl scanLaunchPlan, err error) {
 	pl.L = *L
 	L = &pl.L
@@ -86,7 +88,11 @@ func (p *ScanBackward) scanPolicy(a *ScanArgs, L *scanLayout, dev *DeviceFacts) 
 				if vec {
 					L.vec = 1
 				}
-				p.scanChunked(&pl, t.k, t.g, int(t.g.smem))
+				if t.k == p.trowK {
+					p.scanTiles(&pl, t.k, t.g, int(t.g.smem))
+				} else {
+					p.scanChunked(&pl, t.k, t.g, int(t.g.smem))
+				}
 				return pl, nil
 			}
 		}
@@ -121,6 +127,46 @@ func (p *ScanBackward) scanPolicy(a *ScanArgs, L *scanLayout, dev *DeviceFacts) 
 	return pl, nil
 }
 
+// scanTiles adds the launches of the tallrow kernel k over geometry g:
+// the carry passes where the plan takes them and g's slices are cut into
+// tiles (scanCarried), else scanChunked's.
+func (p *ScanBackward) scanTiles(pl *scanLaunchPlan, k *kernelRef, g *scanGeom, smem int) {
+	if g.rowChunked() && scanCarryWanted(p.desc.Op, g.chunks, g.nslices, p.carryEnv) {
+		p.scanCarried(pl, k, g, smem)
+		return
+	}
+	p.scanChunked(pl, k, g, smem)
+}
+
+// scanCarried adds the carry passes' launches (gen/scan_carry.cuh): the
+// two forward-state passes where the op has a forward state (as
+// scanChunked), then the maps pass (a block per tile and batch: g's grid
+// without its fill blocks), the prefix pass (a block per slice) and the
+// main launch over the same tiles. No memset comes first: the blocks take
+// their tiles by index, and every slot is written by the launch before
+// the one that reads it.
+func (p *ScanBackward) scanCarried(pl *scanLaunchPlan, k *kernelRef, g *scanGeom, smem int) {
+	if g.passes(p.desc.Op) {
+		p.fwdPasses(pl, k, g, smem)
+	}
+	tiles := g.grid - g.fillers
+	pl.add(k, scanCarryMaps, tiles, scanBlock, smem)
+	pl.add(k, scanCarryPrefix, g.nslices, scanBlock, smem)
+	pl.add(k, scanCarryApply, tiles, scanBlock, smem)
+}
+
+// fwdPasses adds the two forward-state passes of a chunked row or tall
+// launch: a block per tile, then the prefixes (a thread per slice, or a
+// block per slice from scanPrefixWide tiles on).
+func (p *ScanBackward) fwdPasses(pl *scanLaunchPlan, k *kernelRef, g *scanGeom, smem int) {
+	prefixBlocks := scanCeil(g.nslices, scanBlock)
+	if g.chunks >= scanPrefixWide {
+		prefixBlocks = g.nslices
+	}
+	pl.add(k, scanFwdTiles, g.grid, scanBlock, smem)
+	pl.add(k, scanFwdPrefix, prefixBlocks, scanBlock, smem)
+}
+
 // scanChunked adds the launches of kernel k over geometry g (blocks of
 // scanBlock threads, smem bytes of shared memory each). A slice of one
 // tile takes the main launch alone. Tiles chained through the workspace
@@ -144,12 +190,7 @@ func (p *ScanBackward) scanChunked(pl *scanLaunchPlan, k *kernelRef, g *scanGeom
 			return
 		}
 		if passes {
-			prefixBlocks := scanCeil(g.nslices, scanBlock)
-			if g.chunks >= scanPrefixWide {
-				prefixBlocks = g.nslices
-			}
-			pl.add(k, scanFwdTiles, g.grid, scanBlock, smem)
-			pl.add(k, scanFwdPrefix, prefixBlocks, scanBlock, smem)
+			p.fwdPasses(pl, k, g, smem)
 		}
 	}
 	pl.add(k, scanMain, g.grid, scanBlock, smem)

@@ -102,6 +102,14 @@ var scanPolicyCases = func() []scanPolicyCase {
 			devs: all("memset16=ff, cumsum_f32_tall 65x256+33280")},
 		{name: "tall, forward-state passes", desc: ScanDesc{Op: ScanCummax, DType: dtype.F32, Shape: []int{65536, 8}},
 			devs: all("cummax_f32_tall/p1 103x256+41984, cummax_f32_tall/p2 1x256+41984, cummax_f32_tall 103x256+41984")},
+		{name: "row, look-back over a few long slices", desc: ScanDesc{Op: ScanCumsum, DType: dtype.F32, Shape: []int{4, 1 << 22}, Axis: 1},
+			devs: all("memset16=ff, cumsum_f32_row 4098x256")},
+		{name: "tallrow, carry passes", desc: ScanDesc{Op: ScanLogcumsumexp, DType: dtype.BF16, Shape: []int{1 << 20, 4}},
+			devs: all("logcumsumexp_bf16_tallrow/p8 1024x256, logcumsumexp_bf16_tallrow/p16 4x256, logcumsumexp_bf16_tallrow/p32 1024x256")},
+		{name: "tallrow, no carry passes over many slices", desc: ScanDesc{Op: ScanCumsum, DType: dtype.BF16, Shape: []int{8, 1 << 20, 4}, Axis: 1},
+			devs: all("memset16=ff, cumsum_bf16_tallrow 4104x256")},
+		{name: "tallrow, no carry passes with a forward state", desc: ScanDesc{Op: ScanCummax, DType: dtype.BF16, Shape: []int{1 << 20, 4}},
+			devs: all("cummax_bf16_tallrow/p1 512x256, cummax_bf16_tallrow/p2 4x256, cummax_bf16_tallrow 512x256")},
 		{name: "col for tall operands with padded rows", desc: ScanDesc{Op: ScanCumsum, DType: dtype.F32, Shape: []int{65536, 4}},
 			strides: []int{8, 1}, devs: all("memset16=ff, cumsum_f32_col 257x256")},
 	}
@@ -117,6 +125,46 @@ func TestScanPolicyTable(t *testing.T) {
 		}
 		plan := fmt.Sprintf("%s (%s %s %v axis %d)", c.name, c.desc.Op, c.desc.DType, c.desc.Shape, c.desc.Axis)
 		checkPolicyDevs(t, plan, p.Launches, c.args(p), c.devs)
+	}
+}
+
+// TestScanCarryPolicy: BARACUDA_SCAN_CARRY=always gives every chunked
+// tallrow launch the carry passes, after the forward-state passes where
+// the op has them, and no memset; never keeps the look-back; the row,
+// tall and col kernels never take them.
+func TestScanCarryPolicy(t *testing.T) {
+	cases := []struct {
+		env  string
+		desc ScanDesc
+		want string
+	}{
+		{"always", ScanDesc{Op: ScanCumsum, DType: dtype.BF16, Shape: []int{100000, 4}},
+			"cumsum_bf16_tallrow/p8 49x256, cumsum_bf16_tallrow/p16 4x256, cumsum_bf16_tallrow/p32 49x256"},
+		{"always", ScanDesc{Op: ScanCumprod, DType: dtype.BF16, Shape: []int{1 << 20, 4}},
+			"cumprod_bf16_tallrow/p1 1024x256, cumprod_bf16_tallrow/p2 4x256, cumprod_bf16_tallrow/p8 1024x256, cumprod_bf16_tallrow/p16 4x256, cumprod_bf16_tallrow/p32 1024x256"},
+		{"always", ScanDesc{Op: ScanCumsum, DType: dtype.F32, Shape: []int{8, 100000}, Axis: 1},
+			"memset16=ff, cumsum_f32_row 201x256"},
+		{"always", ScanDesc{Op: ScanCummax, DType: dtype.F32, Shape: []int{1 << 20, 8}},
+			"cummax_f32_tall/p1 1639x256+41984, cummax_f32_tall/p2 8x256+41984, cummax_f32_tall 1639x256+41984"},
+		{"always", ScanDesc{Op: ScanCumsum, DType: dtype.F32, Shape: []int{1000, 64}},
+			"memset16=ff, cumsum_f32_col 9x256"},
+		{"never", ScanDesc{Op: ScanLogcumsumexp, DType: dtype.BF16, Shape: []int{1 << 20, 4}},
+			"memset16=ff, logcumsumexp_bf16_tallrow 1027x256"},
+	}
+	for _, c := range cases {
+		t.Setenv(scanCarryEnv, c.env)
+		p, err := NewScanBackward(c.desc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls, err := p.Launches(factsH100, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := launchString(ls); got != c.want {
+			t.Errorf("%s=%s, %s %s %v axis %d: launches %s, want %s", scanCarryEnv, c.env, c.desc.Op, c.desc.DType,
+				c.desc.Shape, c.desc.Axis, got, c.want)
+		}
 	}
 }
 
@@ -140,18 +188,31 @@ func TestScanLaunchesEdges(t *testing.T) {
 // TestScanLaunchesInvariants: over ops, dtypes, shapes and devices, every
 // kernel Launches names is one Warm loads (kernelRefs) with its table's
 // block where it sets one; grids fit; a memset comes first and only where
-// the plan has a workspace; the last launch is the main pass or the f64
-// fix pass; and with contiguous operands on compute capability 7.0 (no
-// compute_80 builds) every launch is of the kernel Kernel() names.
+// the plan has a workspace; the last launch is the main pass (of the
+// look-back or of the carry passes) or the f64 fix pass; and with
+// contiguous operands on compute capability 7.0 (no compute_80 builds)
+// every launch is of the kernel Kernel() names. Under the default policy
+// and with the carry passes wherever they apply (scanCarryEnv "always").
 func TestScanLaunchesInvariants(t *testing.T) {
-	shapes := []struct {
-		shape []int
-		axis  int
-	}{
+	shapes := []shapeAxis{
 		{[]int{1}, 0}, {[]int{33}, 0}, {[]int{3, 7}, 1}, {[]int{1 << 14, 8}, 1}, {[]int{1 << 14, 8}, 0},
 		{[]int{5, 3000}, 1}, {[]int{2, 70000}, 1}, {[]int{3000, 5}, 0}, {[]int{4096, 2, 3}, 0},
 		{[]int{2, 5000, 3}, 1}, {[]int{700, 96}, 0}, {[]int{9000, 256}, 0}, {[]int{40, 8, 32}, 1},
+		{[]int{1 << 21}, 0}, {[]int{1 << 20, 4}, 0}, {[]int{1 << 20, 6}, 0},
 	}
+	for _, env := range []string{"", "always"} {
+		t.Setenv(scanCarryEnv, env)
+		checkScanInvariants(t, shapes)
+	}
+}
+
+// shapeAxis is a shape and an axis of it.
+type shapeAxis struct {
+	shape []int
+	axis  int
+}
+
+func checkScanInvariants(t *testing.T, shapes []shapeAxis) {
 	for _, op := range ScanOps() {
 		for _, dt := range []dtype.DType{dtype.F32, dtype.F16, dtype.BF16, dtype.F64} {
 			for _, s := range shapes {
@@ -199,7 +260,7 @@ func checkScanLaunches(t *testing.T, name string, p *ScanBackward, refs []*kerne
 			t.Errorf("%s: launches %s, Kernel() names %s", name, l.Kernel, p.Kernel().Name)
 		}
 	}
-	if last := ls[len(ls)-1]; last.Phase != scanMain && last.Phase != scanExtFix {
+	if last := ls[len(ls)-1]; last.Phase != scanMain && last.Phase != scanExtFix && last.Phase != scanCarryApply {
 		t.Errorf("%s: ends with phase %d", name, last.Phase)
 	}
 }

@@ -115,6 +115,27 @@ const (
 	// scanCounter is SCAN_COUNTER: the scan workspace's first bytes: the ticket counter and room to keep what follows 16-byte aligned.
 	scanCounter = 16
 
+	// scanMain is SCAN_MAIN: scan phase: the main launch, tiles chained through the look-back (the ext order's too).
+	scanMain = 0
+
+	// scanFwdTiles is SCAN_FWD_TILES: scan phase: each tile's forward aggregate (row and tall mappings, ops with a forward state).
+	scanFwdTiles = 1
+
+	// scanFwdPrefix is SCAN_FWD_PREFIX: scan phase: the forward aggregates into exclusive prefixes per slice.
+	scanFwdPrefix = 2
+
+	// scanExtFix is SCAN_EXT_FIX: scan phase: the ext order's fix pass as a launch of its own (f64).
+	scanExtFix = 4
+
+	// scanCarryMaps is SCAN_CARRY_MAPS: scan phase: each tile's map to the workspace, no dx (the carry passes of gen/scan_carry.cuh).
+	scanCarryMaps = 8
+
+	// scanCarryPrefix is SCAN_CARRY_PREFIX: scan phase: a block per slice turns its tiles' maps into the carry into each.
+	scanCarryPrefix = 16
+
+	// scanCarryApply is SCAN_CARRY_APPLY: scan phase: the main launch with each tile's carry read from the workspace.
+	scanCarryApply = 32
+
 	// lpRowBytes is LP_ROW_BYTES: sizeof(LpRow), the LP pool tiles' record of an input row in shared memory (its x, dx, y and dy rows and window bounds).
 	lpRowBytes = 48
 )

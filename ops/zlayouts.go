@@ -111,7 +111,7 @@ type scanLayout struct {
 	units      int64                 // look-back units: slices (row) or 32-slice groups (col); short: staged slice stride
 	srank      int32                 // merged slice dims, 0..SCAN_SRANK
 	reverse    int32                 // the forward scan ran from the end of the axis
-	phase      int32                 // SCAN_MAIN, SCAN_FWD_TILES, SCAN_FWD_PREFIX or SCAN_EXT_FIX
+	phase      int32                 // the kernel's phase: SCAN_MAIN, SCAN_FWD_TILES, ... (gen/spec_consts.go)
 	split      int32                 // row: threads per slice; col: warps along the axis; short: slices a thread
 	items      int32                 // col: elements per thread per tile (row: ScanItems::row); short: run length
 	vec        int32                 // row: every operand has unit stride along the axis; short: the form

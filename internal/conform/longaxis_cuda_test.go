@@ -132,16 +132,44 @@ func TestLongAxisScanGPU(t *testing.T) {
 // 128 later into L2.
 func TestLongRowScanGPU(t *testing.T) {
 	skipLongInQuick(t)
+	longScans(t, testEnv(t), ops.ScanOps(), []longShape{{[]int{1 << 24}, 0}, {[]int{4, 1 << 22}, 1}})
+}
+
+// TestLongScanCarryGPU: every scan op, f32 and bf16, both directions,
+// over four long columns ([4194304, 4] along axis 0: the tallrow kernel in
+// bf16, the tall kernel in f32), by default (cumsum's and logcumsumexp's
+// tallrow launches take the carry passes, 4096 tiles a slice) and with
+// BARACUDA_SCAN_CARRY=always (cumprod's, cummax's and cummin's too).
+func TestLongScanCarryGPU(t *testing.T) {
+	skipLongInQuick(t)
 	env := testEnv(t)
-	for _, op := range ops.ScanOps() {
+	tall := []longShape{{[]int{1 << 22, 4}, 0}}
+	t.Run("default", func(t *testing.T) { longScans(t, env, ops.ScanOps(), tall) })
+	t.Run("always", func(t *testing.T) {
+		t.Setenv("BARACUDA_SCAN_CARRY", "always")
+		longScans(t, env, []ops.ScanOp{ops.ScanCumprod, ops.ScanCummax, ops.ScanCummin}, tall)
+	})
+}
+
+// longShape is a shape and the axis scanned.
+type longShape struct {
+	shape []int
+	axis  int
+}
+
+// longScans runs longScan for every op of scanOps, f32 and bf16, each
+// shape and both directions, as the subtest
+// scan_bw_<op>_<dtype>/<shape>/axis<axis>/<direction>.
+func longScans(t *testing.T, env *Env, scanOps []ops.ScanOp, shapes []longShape) {
+	for _, op := range scanOps {
 		for _, dt := range []dtype.DType{dtype.F32, dtype.BF16} {
-			for _, shape := range [][]int{{1 << 24}, {4, 1 << 22}} {
+			for _, l := range shapes {
 				for _, reverse := range []bool{false, true} {
 					dir := "forward"
 					if reverse {
 						dir = "reverse"
 					}
-					axis := len(shape) - 1
+					shape, axis := l.shape, l.axis
 					t.Run(fmt.Sprintf("scan_bw_%s_%s/%v/axis%d/%s", op, dt.Suffix(), shape, axis, dir), func(t *testing.T) {
 						w, err := env.longScan(op, dt, shape, axis, reverse)
 						if err != nil {

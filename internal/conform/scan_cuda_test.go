@@ -95,6 +95,19 @@ func TestScanTallRowGPU(t *testing.T) {
 	checkScans(t, env, ops.ScanOps(), dtype.All, "_tallrow", cases, 47)
 }
 
+// TestScanCarryTallRowGPU runs the tallrow cases with every chunked
+// tallrow launch taking the carry passes (BARACUDA_SCAN_CARRY=always; by
+// default only cumsum and logcumsumexp take them, from 256 tiles a slice
+// over at most 16 slices, which the suite's shapes do not reach), every
+// op, dtype and direction: each tile's map to the workspace, each slice's
+// prefix of them, and the main launch reading its carry from there, with
+// ±inf, NaN, zeros and underflows among the cases.
+func TestScanCarryTallRowGPU(t *testing.T) {
+	t.Setenv("BARACUDA_SCAN_CARRY", "always")
+	t.Setenv("BARACUDA_SCAN_TALLROW", "always")
+	checkScans(t, testEnv(t), ops.ScanOps(), dtype.All, "_carrytallrow", ScanTallRowCases(quick()), 50)
+}
+
 // TestScanTallDefaultGPU runs the tall cases under the default policy
 // (long ones take the tall kernel, the others the col kernel).
 func TestScanTallDefaultGPU(t *testing.T) {
