@@ -97,7 +97,9 @@ struct RedMean : RedNoStats {
 // Provisional: count == 1, where g/1*mask is bit-identical.
 struct RedMaxMin {
 	static constexpr bool needs_x = true, needs_y = true, stats = true, provisional = true, batch = false;
-	static constexpr bool mend_mask = true;  // see wide
+	// mend_mask: dx needs of x only its flag, x == y (see wide, and the
+	// segs kernel's flags: RedSegsKeep).
+	static constexpr bool mend_mask = true;
 	// flat_regrid: the flat path's few slices need no redo from x (a slice
 	// with no element equal to y is rewritten whole without x).
 	static constexpr bool flat_regrid = false;
@@ -127,6 +129,8 @@ struct RedMaxMin {
 	template <typename M> __device__ static M elem(const RedCtx<M>& c, M x) {
 		return c.p * ((x == c.q) ? M(1) : M(0));
 	}
+	// elem_flag is elem for an x whose flag (x == y) is f.
+	template <typename M> __device__ static M elem_flag(const RedCtx<M>& c, bool f) { return c.p * (f ? M(1) : M(0)); }
 };
 
 // red_zero_quot is z/x for z = ±0 and x neither zero nor NaN: a zero

@@ -8,9 +8,9 @@
 // a whole number P of packs when G*S*sizeof(T) is a multiple of 16.
 //
 // A block per G slices (tile t: slices [t*G, t*G+G)) reads the tile's R
-// rows once into dynamic shared memory, forms each slice's statistics,
-// then writes dx from shared memory: x read once, one launch, no
-// workspace. Thread i < Q*P (Q = RED_BLOCK/P row phases) owns pack
+// rows once, keeping them in dynamic shared memory (RedSegsKeep), forms
+// each slice's statistics, then writes dx from shared memory: x read
+// once, one launch, no workspace. Thread i < Q*P (Q = RED_BLOCK/P row phases) owns pack
 // position j = i % P of rows i/P, i/P + Q, ...: a pack lies in at most two
 // slices (S >= N), the same two in every row, so the thread keeps two
 // partial statistics; slice g's total combines, in a fixed order, the
@@ -23,6 +23,51 @@
 // tiles = C/G.
 #include "reduce_seg.cuh"
 
+// RedSegsKeep<Op> is what the segs kernel keeps of a pack of x in shared
+// memory between the statistics and dx (bytes a pack): the pack itself
+// (var, std), or, for the ops whose dx needs of x only whether it is
+// flagged (Op::mend_mask: max and min, x == y), a byte of flags, bit e
+// for element e. The flags take a sixteenth of the shared memory, so
+// several blocks share an SM and one block's loads overlap another's
+// stores (the launcher sizes the memory alike: segsPlan).
+template <typename Op, bool Flags = Op::mend_mask> struct RedSegsKeep {
+	static constexpr int bytes = 16;
+	template <typename T, typename M>
+	__device__ static void put(unsigned char* buf, i64 i, const uint4& v, int, M, M) {
+		reinterpret_cast<uint4*>(buf)[i] = v;
+	}
+	template <typename T, typename M>
+	__device__ static Pack<T> get(const unsigned char* buf, i64 i, int na, const RedCtx<M>& ka, const RedCtx<M>& kb) {
+		const uint4 u = reinterpret_cast<const uint4*>(buf)[i];
+		Pack<T> xv, out;
+		memcpy(&xv, &u, 16);
+#pragma unroll
+		for (int e = 0; e < Pack<T>::N; ++e) out.v[e] = from_op<T>(Op::elem(red_ctx_pick(e >= na, ka, kb), to_op(xv.v[e])));
+		return out;
+	}
+};
+
+template <typename Op> struct RedSegsKeep<Op, true> {
+	static constexpr int bytes = 1;
+	template <typename T, typename M>
+	__device__ static void put(unsigned char* buf, i64 i, const uint4& v, int na, M ya, M yb) {
+		Pack<T> xv;
+		memcpy(&xv, &v, 16);
+		unsigned f = 0;
+#pragma unroll
+		for (int e = 0; e < Pack<T>::N; ++e) f |= (unsigned)red_flag<Op>(to_op(xv.v[e]), e < na ? ya : yb) << e;
+		buf[i] = (unsigned char)f;
+	}
+	template <typename T, typename M>
+	__device__ static Pack<T> get(const unsigned char* buf, i64 i, int na, const RedCtx<M>& ka, const RedCtx<M>& kb) {
+		const unsigned f = buf[i];
+		Pack<T> out;
+#pragma unroll
+		for (int e = 0; e < Pack<T>::N; ++e) out.v[e] = from_op<T>(Op::elem_flag(red_ctx_pick(e >= na, ka, kb), (f >> e) & 1));
+		return out;
+	}
+};
+
 template <typename T, typename Op>
 __device__ __forceinline__ void reduce_segs(const T* __restrict__ x, const T* __restrict__ y,
 		const T* __restrict__ dy, T* __restrict__ dx, void* __restrict__, const ReduceLayout& L) {
@@ -31,7 +76,8 @@ __device__ __forceinline__ void reduce_segs(const T* __restrict__ x, const T* __
 	if (!Op::stats || Op::flat_regrid) return;  // var, std, max, min (prod keeps the seg kernel)
 	__shared__ RedAcc<M> part[RED_BLOCK][2];     // each thread's two partials
 	__shared__ RedCtx<M> cx[RED_BLOCK / 32];     // the tile's contexts (G <= the warps)
-	uint4* buf = reinterpret_cast<uint4*>(red_dyn);
+	typedef RedSegsKeep<Op> Keep;
+	unsigned char* const buf = red_dyn;
 	const int G = L.group;
 	const i64 S = L.kstride[1], R = L.chunk, rs = L.sstride[2][0];
 	const int P = (int)(G * S / N);  // packs per row
@@ -49,7 +95,7 @@ __device__ __forceinline__ void reduce_segs(const T* __restrict__ x, const T* __
 	const M ya = Op::needs_y ? to_op(y[c0 + ga]) : M(0), yb = Op::needs_y ? to_op(y[c0 + gb]) : M(0);
 	RedAcc<M> acc[2] = {Op::template init<M>(), Op::template init<M>()};
 	if (on) {
-		constexpr int U = 4;  // rows in flight a thread
+		constexpr int U = 8;  // rows in flight a thread
 		for (i64 r0 = q; r0 < R; r0 += (i64)U * Q) {
 			uint4 v[U];
 #pragma unroll
@@ -61,7 +107,7 @@ __device__ __forceinline__ void reduce_segs(const T* __restrict__ x, const T* __
 			for (int u = 0; u < U; ++u) {
 				const i64 r = r0 + (i64)u * Q;
 				if (r >= R) continue;
-				buf[r * P + j] = v[u];
+				Keep::template put<T>(buf, r * P + j, v[u], na, ya, yb);
 				Pack<T> xv;
 				memcpy(&xv, &v[u], 16);
 #pragma unroll
@@ -103,12 +149,5 @@ __device__ __forceinline__ void reduce_segs(const T* __restrict__ x, const T* __
 	__syncthreads();
 	if (!on) return;
 	const RedCtx<M> ka = cx[ga], kb = cx[gb];
-	for (i64 r = q; r < R; r += Q) {
-		const uint4 u = buf[r * P + j];
-		Pack<T> xv, out;
-		memcpy(&xv, &u, 16);
-#pragma unroll
-		for (int e = 0; e < N; ++e) out.v[e] = from_op<T>(Op::elem(red_ctx_pick(e >= na, ka, kb), to_op(xv.v[e])));
-		store_pack(dxt + r * rs, out);
-	}
+	for (i64 r = q; r < R; r += Q) store_pack(dxt + r * rs, Keep::template get<T>(buf, r * P + j, na, ka, kb));
 }

@@ -124,7 +124,8 @@ var reduceFamily = Family{
 		{Name: "segc", Template: "reduce_segc", MinMajor: 9, Cluster: redSegCluster, Ops: redMomentOps},
 		// segs: var, std, max and min over [R, C, S] with short segments
 		// (reduce_segs.cuh): a block per tile of adjacent slices, its rows
-		// in shared memory, one block an SM.
+		// in shared memory (var and std one block an SM; max and min keep
+		// flags, a sixteenth of that, and fit several).
 		{Name: "segs", Template: "reduce_segs", MinBlocks: 1, Ops: redSegsOps},
 		// short: a single axis of at most 16 positions over many slices
 		// on dense operands (reduce_short.cuh): a thread per slice, or per

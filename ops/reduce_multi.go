@@ -60,8 +60,9 @@ type reduceMulti struct {
 // segments of S elements, at least a 16-byte pack but no multiple of one
 // (a late layer's BatchNorm: S = 7*7), a block per G adjacent slices
 // (G*S*size a multiple of 16 bytes) keeps the tile's R rows in shared
-// memory: x read once in 16-byte packs, where the seg kernel walks such
-// segments element by element. Run takes it where x and dx are 16-byte
+// memory (max and min only their flags, x == y: segsKeep): x read once in
+// 16-byte packs, where the seg kernel walks such segments element by
+// element. Run takes it where x and dx are 16-byte
 // aligned and the device gives a block the rows' shared memory.
 //
 // reduceSegsEnv, read when a plan is made: "never" keeps plans off it. It
@@ -76,6 +77,16 @@ func shortSegs(L *reduceLayout, n int64) bool {
 	return L.srank == 1 && L.kstride[0] == 1 && L.cvec == 1 && L.kstride[1] >= n && L.kstride[1]%n != 0
 }
 
+// segsKeep is the shared memory bytes the segs kernel keeps a pack of x
+// in (RedSegsKeep in gen/reduce_segs.cuh): max and min keep a byte of
+// flags (x == y), var and std the pack itself.
+func segsKeep(op ReduceOp) int64 {
+	if op == ReduceMax || op == ReduceMin {
+		return 1
+	}
+	return 16
+}
+
 // segsPlan sets up the segs kernel for a plan over several axes with the
 // seg layout L (see reduceSegsEnv), where the shape allows it.
 func (m *reduceMulti) segsPlan(id planID, desc ReduceDesc, L *reduceLayout) error {
@@ -87,7 +98,7 @@ func (m *reduceMulti) segsPlan(id planID, desc ReduceDesc, L *reduceLayout) erro
 	S, C, R := L.kstride[1], L.sdim[0], L.sstride[1][0]
 	g := 16 / gcd64(S*size, 16)
 	packs := g * S * size / 16 // a row's
-	smem := R * packs * 16
+	smem := R * packs * segsKeep(op)
 	// Rows that fit redStripSmem may still not fit beside the kernel's
 	// static shared memory: the loader then finds no resident block
 	// (smemBlocks 0) and segPolicy takes the segc or seg kernel.

@@ -427,7 +427,8 @@ func TestReduceAxesSegcPlan(t *testing.T) {
 
 // TestReduceAxesSegsPlan: var, std, max and min over [R, C, S] with short
 // segments take the segs kernel (tiles of G slices whose rows are whole
-// 16-byte packs, the rows in shared memory), and the tile's arithmetic
+// 16-byte packs, the rows or, for max and min, their flags in shared
+// memory), and the tile's arithmetic
 // (a pack position's two slices, each slice's positions and halves)
 // covers every element of every slice once.
 func TestReduceAxesSegsPlan(t *testing.T) {
@@ -447,6 +448,7 @@ func TestReduceAxesSegsPlan(t *testing.T) {
 		{ReduceSum, dtype.F32, []int{256, 2048, 7, 7}, 0, 0, 0},  // no statistics
 		{ReduceVar, dtype.F32, []int{32, 256, 56, 56}, 0, 0, 0},  // segments of whole packs
 		{ReduceVar, dtype.BF16, []int{600, 64, 7, 7}, 0, 0, 0},   // 600 rows outgrow shared memory
+		{ReduceMax, dtype.BF16, []int{600, 64, 7, 7}, 8, 8, 600}, // ... but not as flags
 		{ReduceVar, dtype.BF16, []int{4, 16, 3, 1}, 0, 0, 0},     // segments under a pack
 	} {
 		p, err := NewReduceBackward(ReduceDesc{Op: c.op, DType: c.dt, Shape: c.shape, Axes: []int{0, 2, 3}, Correction: 1})
@@ -472,7 +474,7 @@ func TestReduceAxesSegsPlan(t *testing.T) {
 		n := int64(16 / c.dt.Size())
 		S, G := L.kstride[1], int64(L.group)
 		P := G * S / n
-		if G*S%n != 0 || int64(m.segsK.smem) != L.chunk*P*16 || m.segsK.smem > redStripSmem {
+		if G*S%n != 0 || int64(m.segsK.smem) != L.chunk*P*segsKeep(c.op) || m.segsK.smem > redStripSmem {
 			t.Errorf("%s %v: a row of %d elements, smem %d", c.op, c.shape, G*S, m.segsK.smem)
 		}
 		// The kernel's halves: position j's first na elements in slice
