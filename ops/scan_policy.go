@@ -68,11 +68,13 @@ func (p *ScanBackward) scanPolicy(a *ScanArgs, L *scanLayout, dev *DeviceFacts) 
 		pl.add(p.kernel, scanMain, sl.blocks, p.kernel.block, sl.smem)
 		return pl, nil
 	}
-	// The tall mapping's kernels, tallrow first.
+	// The tall mapping's kernels, tallrow first (tiles: its launches,
+	// scanTiles, look-back or carry passes; the tall kernel's scanChunked).
 	for _, t := range [2]struct {
-		k *kernelRef
-		g *scanGeom
-	}{{p.trowK, p.trowG}, {p.tallK, p.tallG}} {
+		k     *kernelRef
+		g     *scanGeom
+		tiles bool
+	}{{p.trowK, p.trowG, true}, {p.tallK, p.tallG, false}} {
 		if t.k == nil {
 			continue
 		}
@@ -88,7 +90,7 @@ func (p *ScanBackward) scanPolicy(a *ScanArgs, L *scanLayout, dev *DeviceFacts) 
 				if vec {
 					L.vec = 1
 				}
-				if t.k == p.trowK {
+				if t.tiles {
 					p.scanTiles(&pl, t.k, t.g, int(t.g.smem))
 				} else {
 					p.scanChunked(&pl, t.k, t.g, int(t.g.smem))
