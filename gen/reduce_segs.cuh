@@ -9,11 +9,11 @@
 //
 // A block per G slices (tile t: slices [t*G, t*G+G)) reads the tile's R
 // rows once, keeping them in dynamic shared memory (RedSegsKeep), forms
-// each slice's statistics, then writes dx from shared memory: x read
-// once, one launch, no workspace. Thread i < Q*P (Q = RED_BLOCK/P row phases) owns pack
-// position j = i % P of rows i/P, i/P + Q, ...: a pack lies in at most two
-// slices (S >= N), the same two in every row, so the thread keeps two
-// partial statistics; slice g's total combines, in a fixed order, the
+// each slice's statistics, then writes dx from shared memory: x read once,
+// one launch, no workspace. Thread i < Q*P (Q = RED_BLOCK/P row phases)
+// owns pack position j = i % P of rows i/P, i/P + Q, ...: a pack lies in at
+// most two slices (S >= N), the same two in every row, so the thread keeps
+// two partial statistics; slice g's total combines, in a fixed order, the
 // partials of the positions it covers over the Q phases (warp g, as
 // red_warp_total). The launcher takes it where P <= RED_BLOCK, C is a
 // multiple of G, the tile's rows fit the shared memory a block may have,
@@ -24,14 +24,14 @@
 #include "reduce_seg.cuh"
 
 // RedSegsKeep<Op> is what the segs kernel keeps of a pack of x in shared
-// memory between the statistics and dx (bytes a pack): the pack itself
-// (var, std), or, for the ops whose dx needs of x only whether it is
-// flagged (Op::mend_mask: max and min, x == y), a byte of flags, bit e
-// for element e. The flags take a sixteenth of the shared memory, so
-// several blocks share an SM and one block's loads overlap another's
-// stores (the launcher sizes the memory alike: segsPlan).
+// memory between the statistics and dx: the pack itself (var, std; 16
+// bytes), or, for the ops whose dx needs of x only whether it is flagged
+// (Op::mend_mask: max and min, x == y), a byte of flags, bit e for
+// element e. The flags take a sixteenth of the shared memory, so several
+// blocks share an SM and one block's loads overlap another's stores. The
+// launcher sizes the memory by the same rule (segsKeep in
+// ops/reduce_multi.go).
 template <typename Op, bool Flags = Op::mend_mask> struct RedSegsKeep {
-	static constexpr int bytes = 16;
 	template <typename T, typename M>
 	__device__ static void put(unsigned char* buf, i64 i, const uint4& v, int, M, M) {
 		reinterpret_cast<uint4*>(buf)[i] = v;
@@ -48,7 +48,6 @@ template <typename Op, bool Flags = Op::mend_mask> struct RedSegsKeep {
 };
 
 template <typename Op> struct RedSegsKeep<Op, true> {
-	static constexpr int bytes = 1;
 	template <typename T, typename M>
 	__device__ static void put(unsigned char* buf, i64 i, const uint4& v, int na, M ya, M yb) {
 		Pack<T> xv;
